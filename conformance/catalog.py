@@ -1,0 +1,66 @@
+"""The rule catalog: every documented behaviour the suite checks, as data (conformance/catalog/<area>.toml)."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from jetcheck.records import LEVELS
+
+CATALOG_DIR = Path(__file__).with_name("catalog")
+_ID = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9][a-z0-9.-]*$")
+_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+
+
+class CatalogError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    area: str
+    statement: str  # the rule as a sentence of fact
+    level: str  # MUST | SHOULD
+    source: str  # ADR section, docs page or server source path
+    since: str  # first server version that has the rule
+    varies: str = ""  # how the behaviour differs between server versions, when it does
+
+    @property
+    def since_tuple(self) -> tuple[int, ...]:
+        return tuple(int(p) for p in self.since.split("."))
+
+
+def parse_area(text: str, origin: str) -> list[Rule]:
+    data = tomllib.loads(text)
+    area = data.get("area")
+    if not area:
+        raise CatalogError(f"{origin}: missing top-level 'area'")
+    rules = []
+    for entry in data.get("rule", []):
+        rule = Rule(area=area, **entry)
+        if not _ID.match(rule.id) or not rule.id.startswith(area + "."):
+            raise CatalogError(f"{origin}: rule id {rule.id!r} must look like '{area}.some-rule'")
+        if rule.level not in LEVELS:
+            raise CatalogError(f"{origin}: {rule.id}: level {rule.level!r} is not one of {LEVELS}")
+        if not _VERSION.match(rule.since):
+            raise CatalogError(f"{origin}: {rule.id}: since {rule.since!r} is not X.Y.Z")
+        if not rule.statement.strip() or not rule.source.strip():
+            raise CatalogError(f"{origin}: {rule.id}: statement and source are required")
+        rules.append(rule)
+    return rules
+
+
+@cache
+def load_catalog(directory: Path = CATALOG_DIR) -> dict[str, Rule]:
+    """All rules by id; a duplicate id or a malformed entry is a CatalogError."""
+    catalog: dict[str, Rule] = {}
+    for path in sorted(directory.glob("*.toml")):
+        for rule in parse_area(path.read_text(encoding="utf-8"), path.name):
+            if rule.id in catalog:
+                raise CatalogError(f"{path.name}: duplicate rule id {rule.id}")
+            catalog[rule.id] = rule
+    return catalog

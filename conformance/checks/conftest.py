@@ -1,0 +1,32 @@
+"""Fixtures shared by the checks: prefixed streams, created for one check and removed by the plugin's cleanup."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from jetcheck.conformance.jsapi import create_stream
+
+
+@dataclass(frozen=True)
+class StreamUnderTest:
+    name: str
+    root: str  # the stream binds `<root>.>`
+    config: dict[str, Any]  # as the server settled it
+
+    def subject(self, *tokens: str) -> str:
+        return ".".join((self.root, *tokens))
+
+
+@pytest.fixture
+def make_stream(nc, names):
+    """Create a stream with the run prefix on `<root>.>`; `config` overrides the defaults (file storage)."""
+
+    async def make(**config: Any) -> StreamUnderTest:
+        name, root = names.stream(), names.subject()
+        settled = await create_stream(nc, name, [f"{root}.>"], **config)
+        return StreamUnderTest(name, root, settled)
+
+    return make

@@ -1,0 +1,102 @@
+"""The raw JetStream API as checks use it: exact requests, exact replies, error codes kept."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from nats.aio.client import Client
+
+from .model import StreamState
+
+API_TIMEOUT_S = 5.0
+NS = 1_000_000_000
+
+
+class ApiError(Exception):
+    """A JetStream API error reply: {"error": {"code", "err_code", "description"}}."""
+
+    def __init__(self, code: int, err_code: int, description: str) -> None:
+        super().__init__(f"{code}/{err_code} {description}")
+        self.code = code
+        self.err_code = err_code
+        self.description = description
+
+
+async def api(nc: Client, subject: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    payload = b"" if body is None else json.dumps(body).encode()
+    reply = await nc.request(subject, payload, timeout=API_TIMEOUT_S)
+    data = json.loads(reply.data)
+    error = data.get("error")
+    if error:
+        raise ApiError(error.get("code", 0), error.get("err_code", 0), error.get("description", ""))
+    return data
+
+
+async def create_stream(nc: Client, name: str, subjects: list[str], **config: Any) -> dict[str, Any]:
+    """Create a stream and return the configuration the server settled on."""
+    body = {"name": name, "subjects": subjects, "storage": "file", **config}
+    return (await api(nc, f"$JS.API.STREAM.CREATE.{name}", body))["config"]
+
+
+async def stream_state(nc: Client, name: str) -> StreamState:
+    data = await api(nc, f"$JS.API.STREAM.INFO.{name}", {"subjects_filter": ">"})
+    state = data["state"]
+    return StreamState(
+        messages=state["messages"],
+        first_seq=state["first_seq"],
+        last_seq=state["last_seq"],
+        subjects=dict(state.get("subjects") or {}),
+    )
+
+
+async def purge(nc: Client, name: str, **request: Any) -> dict[str, Any]:
+    """Purge with exactly the given request fields (none: purge everything)."""
+    return await api(nc, f"$JS.API.STREAM.PURGE.{name}", request or None)
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    seq: int
+    subject: str
+    payload: bytes
+    msg_id: str | None
+
+
+async def get_message(nc: Client, stream: str, seq: int) -> StoredMessage | None:
+    try:
+        data = await api(nc, f"$JS.API.STREAM.MSG.GET.{stream}", {"seq": seq})
+    except ApiError as exc:
+        if exc.err_code == 10037:  # no message found
+            return None
+        raise
+    message = data["message"]
+    headers = base64.b64decode(message.get("hdrs") or b"").decode()
+    msg_id = next((line.split(":", 1)[1].strip() for line in headers.split("\r\n")
+                   if line.lower().startswith("nats-msg-id:")), None)
+    return StoredMessage(message["seq"], message["subject"], base64.b64decode(message.get("data") or b""), msg_id)
+
+
+async def stored_messages(nc: Client, stream: str) -> list[StoredMessage]:
+    """Every message the stream holds, in sequence order."""
+    state = await stream_state(nc, stream)
+    if state.messages == 0:
+        return []
+    found = [await get_message(nc, stream, seq) for seq in range(state.first_seq, state.last_seq + 1)]
+    return [m for m in found if m is not None]
+
+
+async def eventually(condition: Callable[[], Awaitable[bool]], timeout: float, interval: float = 0.05) -> bool:
+    """Poll `condition` until it holds or `timeout` passes; True when it held."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if await condition():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(interval)

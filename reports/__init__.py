@@ -1,0 +1,1 @@
+"""Reports: PySpark turns conformance results and load logs into index.html, summary.md and tables."""

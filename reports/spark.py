@@ -1,0 +1,91 @@
+"""The SparkSession the reports run on: local and on loopback by default, quiet, Arrow on, no UI."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+LOCAL_MASTER = "local[*]"
+DRIVER_MEMORY = os.environ.get("JETCHECK_SPARK_DRIVER_MEMORY", "2g")
+
+
+def _prepare_environment(local: bool) -> None:
+    # Python workers must be this interpreter (pandas/pyarrow versions match the driver's).
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    if local:
+        os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+
+
+def build_session(master: str | None = None, app_name: str = "jetcheck-report"):
+    """A new (or the already active) SparkSession; local[*] on 127.0.0.1 unless `master` names a cluster."""
+    from pyspark.sql import SparkSession
+
+    local = master is None or master.startswith("local")
+    _prepare_environment(local)
+    builder = (
+        SparkSession.builder.appName(app_name)
+        .master(master or LOCAL_MASTER)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.session.timeZone", "UTC")
+    )
+    if local:
+        builder = (
+            builder.config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.driver.memory", DRIVER_MEMORY)
+            # A handful of partitions suits one machine; the default 200 mostly costs task overhead.
+            .config("spark.sql.shuffle.partitions", str(max(4, 2 * (os.cpu_count() or 2))))
+        )
+    with _jvm_output_to(spark_log_path()):
+        session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def spark_log_path() -> Path:
+    """Where the JVM's own stdout/stderr go (JDK notices, log4j lines): a file, not the user's terminal."""
+    default = Path(tempfile.gettempdir()) / f"jetcheck-spark-{os.getuid()}.log"
+    return Path(os.environ.get("JETCHECK_SPARK_LOG") or default)
+
+
+@contextlib.contextmanager
+def _jvm_output_to(path: Path) -> Iterator[None]:
+    # The JVM inherits file descriptors 1 and 2 when the py4j gateway launches it. Point them at a log file for
+    # that moment only: the JVM keeps writing there for its whole life, Python's own output is untouched.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with open(path, "ab") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def spark_session(master: str | None = None, existing=None) -> Iterator:
+    """Yield `existing` if given, else a session this context creates and stops afterwards."""
+    if existing is not None:
+        yield existing
+        return
+    from pyspark.sql import SparkSession
+
+    already_active = SparkSession.getActiveSession()
+    session = build_session(master)
+    try:
+        yield session
+    finally:
+        if already_active is None:
+            session.stop()
