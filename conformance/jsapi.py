@@ -77,8 +77,10 @@ async def get_message(nc: Client, stream: str, seq: int) -> StoredMessage | None
         raise
     message = data["message"]
     headers = base64.b64decode(message.get("hdrs") or b"").decode()
-    msg_id = next((line.split(":", 1)[1].strip() for line in headers.split("\r\n")
-                   if line.lower().startswith("nats-msg-id:")), None)
+    msg_id = next(
+        (line.split(":", 1)[1].strip() for line in headers.split("\r\n") if line.lower().startswith("nats-msg-id:")),
+        None,
+    )
     return StoredMessage(message["seq"], message["subject"], base64.b64decode(message.get("data") or b""), msg_id)
 
 

@@ -79,10 +79,8 @@ class StreamModel:
             candidates = candidates[: max(0, len(candidates) - keep)]
         for s in candidates:
             del self.messages[s]
-        if self.messages:
-            self.first_seq = min(self.messages)
-        elif self.last_seq:
-            self.first_seq = self.last_seq + 1
+        # An emptied stream, even one that never held a message, starts again after its last sequence.
+        self.first_seq = min(self.messages) if self.messages else self.last_seq + 1
         return PurgeResult(purged=len(candidates))
 
     def state(self) -> StreamState:

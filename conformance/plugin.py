@@ -11,9 +11,9 @@ import itertools
 import json
 import os
 import platform
-from importlib import metadata
 import time
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +21,13 @@ import nats
 import pytest
 import pytest_asyncio
 from hypothesis import HealthCheck, settings
-
-import jetcheck
-from jetcheck.config import OPTIONS, Config, ConfigError, resolve
 from jetcheck.fixtures.cleanup import delete_owned_streams
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.providers import ServerProvider, provider_for
 from jetcheck.fixtures.target import Credentials, ServerInfo, Target, probe, version_tuple
+
+import jetcheck
+from jetcheck.config import OPTIONS, Config, ConfigError, resolve
 from jetcheck.records import LEVELS, RESULTS_FILE, RUN_FILE, CheckResult
 from jetcheck.redact import redact_text
 
@@ -39,10 +39,16 @@ NEEDS = {
 }
 NA_PREFIX = "na: "
 
-settings.register_profile("jetcheck-fast", max_examples=15, deadline=None, database=None, derandomize=True,
-                          suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("jetcheck-thorough", max_examples=200, deadline=None, database=None,
-                          suppress_health_check=[HealthCheck.too_slow])
+# One bug per failing check keeps the result's message to one minimal program; no example database is written
+# into the user's working directory.
+_COMMON = {
+    "deadline": None,
+    "database": None,
+    "report_multiple_bugs": False,
+    "suppress_health_check": [HealthCheck.too_slow],
+}
+settings.register_profile("jetcheck-fast", max_examples=40, derandomize=True, **_COMMON)
+settings.register_profile("jetcheck-thorough", max_examples=300, **_COMMON)
 
 
 def na(reason: str) -> None:
@@ -87,10 +93,12 @@ class RunState:
             pytest.exit(f"jetcheck: {self.failure}", returncode=3)
         cfg = self.config
         try:
-            credentials = Credentials(cfg.user, cfg.password, cfg.token, cfg.nkey_seed, cfg.creds, cfg.tls_ca,
-                                      cfg.tls_cert, cfg.tls_key)
-            self.provider = provider_for(cfg.server, cfg.server_version, credentials,
-                                         Path(cfg.server_cache) if cfg.server_cache else None)
+            credentials = Credentials(
+                cfg.user, cfg.password, cfg.token, cfg.nkey_seed, cfg.creds, cfg.tls_ca, cfg.tls_cert, cfg.tls_key
+            )
+            self.provider = provider_for(
+                cfg.server, cfg.server_version, credentials, Path(cfg.server_cache) if cfg.server_cache else None
+            )
             target = self.provider.start()
             self.server = asyncio.run(_probe(target))
         except TargetError as exc:
@@ -280,8 +288,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 
 # Failures of these kinds leave the outcome unknown (the suite could not finish asking), not a server deviation.
-INDETERMINATE = (TargetError, ConnectionError, nats.errors.ConnectionClosedError, nats.errors.NoServersError,
-                 nats.errors.TimeoutError, asyncio.TimeoutError)
+INDETERMINATE = (
+    TargetError,
+    ConnectionError,
+    nats.errors.ConnectionClosedError,
+    nats.errors.NoServersError,
+    nats.errors.TimeoutError,
+    asyncio.TimeoutError,
+)
 
 
 def _classify(item: pytest.Item, reports: dict) -> tuple[str, str]:
@@ -290,13 +304,13 @@ def _classify(item: pytest.Item, reports: dict) -> tuple[str, str]:
         return "na", item.stash[NA_REASON]
     if setup is not None and setup.skipped:
         reason = setup_exc.value.msg if setup_exc is not None else "skipped"
-        return ("na", reason[len(NA_PREFIX):]) if reason.startswith(NA_PREFIX) else ("skip", reason)
+        return ("na", reason[len(NA_PREFIX) :]) if reason.startswith(NA_PREFIX) else ("skip", reason)
     if setup is not None and setup.failed:
         return "error", f"setup failed: {_describe(setup_exc)}"
     call, call_exc = reports.get("call", (None, None))
     if call is not None and call.skipped:
         reason = call_exc.value.msg if call_exc is not None else "skipped"
-        return ("na", reason[len(NA_PREFIX):]) if reason.startswith(NA_PREFIX) else ("skip", reason)
+        return ("na", reason[len(NA_PREFIX) :]) if reason.startswith(NA_PREFIX) else ("skip", reason)
     if call is not None and call.failed:
         text = _describe(call_exc)
         if call_exc is not None and (call_exc.errisinstance(INDETERMINATE) or text.startswith("Failed: Timeout")):

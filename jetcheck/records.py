@@ -11,9 +11,10 @@ Load logs are columnar; their schemas are kept here as (name, Arrow type) pairs 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 STATUSES = ("pass", "fail", "error", "na", "skip")
 LEVELS = ("MUST", "SHOULD")
@@ -51,7 +52,7 @@ class CheckResult:
         return json.dumps(asdict(self), sort_keys=True)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "CheckResult":
+    def from_dict(cls, data: dict[str, Any]) -> CheckResult:
         names = cls.__dataclass_fields__.keys()
         return cls(**{k: v for k, v in data.items() if k in names})
 

@@ -15,6 +15,12 @@ from array import array
 from concurrent.futures import Future
 from pathlib import Path
 
+# Imported here, not lazily in the writer thread: loading Arrow's shared libraries holds the GIL for tens of ms,
+# which would stall the load (and show as send delay) the first time a chunk is written.
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet  # noqa: F401
+
 from jetcheck.records import OP_FIELDS, arrow_schema
 
 from .parquetlog import RollingParquet
@@ -130,9 +136,6 @@ class OpLog:
 
 def rows_to_table(chunk: array, contexts: tuple, errors: tuple, run_id: str, scenario: str, pid: int):
     """The Arrow table (OP_FIELDS) of a chunk of SLOTS-integer rows."""
-    import numpy as np
-    import pyarrow as pa
-
     rows = np.frombuffer(chunk, dtype=np.int64).reshape(-1, SLOTS)
     n = len(rows)
     ctx = pa.array(rows[:, 0].astype(np.int32))

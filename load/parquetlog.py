@@ -23,6 +23,7 @@ class RollingParquet:
         self.roll_seconds = roll_seconds
         self.files: list[Path] = []
         self.rows_written = 0
+        self._next_number = 0
         self._writer = None
         self._part: Path | None = None
         self._final: Path | None = None
@@ -36,8 +37,7 @@ class RollingParquet:
             return
         if self._writer is None:
             self.directory.mkdir(parents=True, exist_ok=True)
-            self._final = self.directory / f"{self.stem}-{len(self.files)}.parquet"
-            self._part = self.directory / f".{self._final.name}.part"
+            self._final, self._part = self._next_names()
             self._writer = pq.ParquetWriter(self._part, self.schema, compression="zstd")
             self._rows_in_file = 0
             self._opened_at = time.monotonic()
@@ -46,6 +46,15 @@ class RollingParquet:
         self.rows_written += table.num_rows
         if self._rows_in_file >= self.roll_rows or time.monotonic() - self._opened_at >= self.roll_seconds:
             self.close()
+
+    def _next_names(self) -> tuple[Path, Path]:
+        # a later run (or a restarted test in the web UI) into the same directory continues the numbering
+        while True:
+            final = self.directory / f"{self.stem}-{self._next_number}.parquet"
+            part = self.directory / f".{final.name}.part"
+            self._next_number += 1
+            if not final.exists() and not part.exists():
+                return final, part
 
     def close(self) -> None:
         """Finish the open file (if any); the next write starts the next one."""

@@ -8,7 +8,7 @@ min/max, so per-interval tables roll up into per-run ones without going back to 
 A percentile is the nearest-rank value (the smallest value with at least q of the data at or below it). It
 falls into the first bucket whose cumulative count reaches its rank; the report gives the midpoint of the
 smallest and largest value seen in that bucket, which is off by at most half the bucket's width:
-at most RELATIVE_ERROR of the true value, and exact when the bucket held a single distinct value. Max and min
+at most relative_error(bits) of the true value, and exact when the bucket held a single distinct value. Max and min
 are exact. Negative values (a clock went backwards) get bucket -1 and are counted, not hidden.
 """
 
@@ -20,7 +20,6 @@ import numpy as np
 
 SUB_BUCKET_BITS = 11
 SUB_BUCKETS = 1 << SUB_BUCKET_BITS
-RELATIVE_ERROR = 1 / (2 * SUB_BUCKETS)
 PPM = 1_000_000
 
 # (label, quantile in parts per million): integer ranks avoid float rounding at p99.99 and beyond.
@@ -37,45 +36,53 @@ DISTRIBUTION_QUANTILES: tuple[int, ...] = tuple(
 )
 
 
-def accuracy_note() -> str:
+# Latency over time is drawn, not tabulated to four digits: coarser buckets keep the per-interval tables small.
+COARSE_BITS = 7
+
+
+def relative_error(bits: int = SUB_BUCKET_BITS) -> float:
+    return 1 / (2 << bits)
+
+
+def accuracy_note(bits: int = SUB_BUCKET_BITS, what: str = "latency percentiles") -> str:
     return (
-        f"nearest-rank percentiles from log-linear buckets ({SUB_BUCKETS} per power of two, merged exactly): "
-        f"within {RELATIVE_ERROR:.4%} of the exact value, exact below {SUB_BUCKETS} ns; min and max exact"
+        f"{what}: nearest-rank percentiles from log-linear buckets ({1 << bits} per power of two, merged exactly),"
+        f" within {relative_error(bits):.3%} of the exact value, exact below {1 << bits} ns; min and max exact"
     )
 
 
-def bucket_sql(value: str) -> str:
+def bucket_sql(value: str, bits: int = SUB_BUCKET_BITS) -> str:
     """A Spark SQL expression giving the bucket index of the bigint column/expression `value`."""
     # floor(log2) in double can be one off near powers of two: correct it with exact integer shifts.
     e0 = f"CAST(FLOOR(LOG2({value})) AS INT)"
     exponent = (
         f"({e0} - IF(SHIFTLEFT(1L, {e0}) > {value}, 1, 0) + IF(SHIFTLEFT(1L, {e0} + 1) <= {value}, 1, 0))"
     )
-    shift = f"({exponent} - {SUB_BUCKET_BITS})"
+    shift = f"({exponent} - {bits})"
     return (
-        f"CASE WHEN {value} < 0 THEN -1L WHEN {value} < {SUB_BUCKETS} THEN CAST({value} AS BIGINT) "
-        f"ELSE CAST({shift} AS BIGINT) * {SUB_BUCKETS} + SHIFTRIGHT({value}, {shift}) END"
+        f"CASE WHEN {value} < 0 THEN -1L WHEN {value} < {1 << bits} THEN CAST({value} AS BIGINT) "
+        f"ELSE CAST({shift} AS BIGINT) * {1 << bits} + SHIFTRIGHT({value}, {shift}) END"
     )
 
 
-def bucket_of(values: np.ndarray) -> np.ndarray:
+def bucket_of(values: np.ndarray, bits: int = SUB_BUCKET_BITS) -> np.ndarray:
     """The same bucket index as bucket_sql, in numpy (for tests and for reading a table back)."""
     values = np.asarray(values, dtype=np.int64)
     out = np.where(values < 0, -1, values)
-    big = values >= SUB_BUCKETS
+    big = values >= (1 << bits)
     exponent = np.zeros_like(values)
     exponent[big] = np.array([int(v).bit_length() - 1 for v in values[big]], dtype=np.int64)
-    shift = exponent - SUB_BUCKET_BITS
-    out[big] = shift[big] * SUB_BUCKETS + (values[big] >> shift[big])
+    shift = exponent - bits
+    out[big] = shift[big] * (1 << bits) + (values[big] >> shift[big])
     return out
 
 
-def bucket_table(frame, keys: Sequence[str], value: str = "value"):
+def bucket_table(frame, keys: Sequence[str], value: str = "value", bits: int = SUB_BUCKET_BITS):
     """Group a Spark DataFrame's `value` column into (keys, bucket, count, vmin, vmax)."""
     from pyspark.sql import functions as F
 
     return (
-        frame.withColumn("bucket", F.expr(bucket_sql(value)))
+        frame.withColumn("bucket", F.expr(bucket_sql(value, bits)))
         .groupBy(*keys, "bucket")
         .agg(F.count(F.lit(1)).alias("count"), F.min(value).alias("vmin"), F.max(value).alias("vmax"))
     )

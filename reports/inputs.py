@@ -70,15 +70,18 @@ def resolve(folder: Path | str, label: str | None = None) -> ResultSet:
     root = Path(folder)
     if not root.is_dir():
         raise ConfigError(f"--in {root}: no such directory")
+    if label is None:
+        # RUN/certify or RUN/load alone are best known by their run's name
+        label = root.resolve().parent.name if root.resolve().name in (CERTIFY_DIR, LOAD_DIR) else root.resolve().name
     certify, load = root / CERTIFY_DIR, root / LOAD_DIR
     has_certify, has_load = _is_certify(certify), _is_load(load)
     if has_certify or has_load:
-        return ResultSet(label or root.resolve().name, root, "run", certify if has_certify else None,
+        return ResultSet(label, root, "run", certify if has_certify else None,
                          load if has_load else None)
     if _is_certify(root):
-        return ResultSet(label or root.resolve().name, root, "certify", root, None)
+        return ResultSet(label, root, "certify", root, None)
     if _is_load(root):
-        return ResultSet(label or root.resolve().name, root, "load", None, root)
+        return ResultSet(label, root, "load", None, root)
     raise ConfigError(
         f"--in {root}: no jetcheck results here (expected {RESULTS_FILE}, {LOAD_FILE} or {OPS_DIR}/, "
         f"or a run folder with {CERTIFY_DIR}/ and {LOAD_DIR}/)"

@@ -6,7 +6,6 @@ import asyncio
 import time
 
 import pytest
-
 from jetcheck.conformance.jsapi import NS, ApiError, create_stream, purge, stream_state
 
 pytestmark = pytest.mark.asyncio
@@ -96,8 +95,9 @@ async def test_msg_id_is_stored_again_after_the_window(js, make_stream, observe)
     inside = await js.publish(subject, b"x", headers={"Nats-Msg-Id": "expiring"})
     assert inside.duplicate, "inside the window the id must still be a duplicate"
     # Republishing more slowly than the window, so that a server that (wrongly) extends it still expires.
-    again, waited = await _stored_again(js, subject, "expiring", deadline_s=10 * SHORT_WINDOW_S,
-                                        every_s=SHORT_WINDOW_S * 1.2)
+    again, waited = await _stored_again(
+        js, subject, "expiring", deadline_s=10 * SHORT_WINDOW_S, every_s=SHORT_WINDOW_S * 1.2
+    )
     observe("stored_again_after_s", round(waited, 3))
     assert again is not None, f"id still a duplicate {waited:.1f}s after a {SHORT_WINDOW_S}s window"
     assert again.seq == first.seq + 1

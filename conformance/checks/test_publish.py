@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from nats.js.errors import BadRequestError
-
 from jetcheck.conformance.jsapi import purge, stream_state
 from jetcheck.fixtures.target import version_tuple
+from nats.js.errors import BadRequestError
 
 pytestmark = pytest.mark.asyncio
 
@@ -103,7 +102,9 @@ async def test_check_order_of_expected_last_sequence_and_dedup_follows_the_serve
         seen, order = "expected-last-sequence first (400/10071)", "expected-first"
     observe("check_order", order)
     single = not server_info.cluster
-    expected = "expected-first" if single and version_tuple(server_info.version) >= EXPECTED_FIRST_SINCE else "dedup-first"
+    expected = (
+        "expected-first" if single and version_tuple(server_info.version) >= EXPECTED_FIRST_SINCE else "dedup-first"
+    )
     assert order == expected, (
         f"nats-server {server_info.version} ({'single' if single else 'clustered'}) should check {expected}; "
         f"it checked {seen}"

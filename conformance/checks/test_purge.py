@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from jetcheck.conformance.jsapi import ApiError, purge, stream_state
 from jetcheck.conformance.model import StreamState
 
@@ -22,7 +21,9 @@ async def _filled(js, make_stream, **config):
 
 def _state(stream, messages: int, first_seq: int, subjects: dict[str, int]) -> StreamState:
     """The expected state, with subjects given relative to the stream's root."""
-    return StreamState(messages, first_seq, len(LAYOUT), {stream.subject(*k.split(".")): v for k, v in subjects.items()})
+    return StreamState(
+        messages, first_seq, len(LAYOUT), {stream.subject(*k.split(".")): v for k, v in subjects.items()}
+    )
 
 
 async def _purge_and_state(nc, stream, **request):
@@ -119,8 +120,9 @@ async def test_purge_with_filter_and_seq_removes_matching_messages_below_seq(js,
     ],
     ids=["literal", "wildcard"],
 )
-async def test_purge_with_filter_and_keep_leaves_newest_matching(js, nc, make_stream, filter_, keep, purged,
-                                                                 first_seq, left):
+async def test_purge_with_filter_and_keep_leaves_newest_matching(
+    js, nc, make_stream, filter_, keep, purged, first_seq, left
+):
     """A purge with filter and keep N leaves the newest N matching messages and all others."""
     stream = await _filled(js, make_stream)
     reply, state = await _purge_and_state(nc, stream, filter=stream.subject(*filter_.split(".")), keep=keep)
@@ -143,8 +145,11 @@ async def test_purge_of_an_unknown_stream_is_rejected_with_10059(nc, names):
     """Purging a stream that does not exist is rejected with 404/10059."""
     with pytest.raises(ApiError) as rejected:
         await purge(nc, names.stream("MISSING"))
-    assert (rejected.value.code, rejected.value.err_code, rejected.value.description) == (404, 10059,
-                                                                                       "stream not found")
+    assert (rejected.value.code, rejected.value.err_code, rejected.value.description) == (
+        404,
+        10059,
+        "stream not found",
+    )
 
 
 @pytest.mark.rule("purge.consumer-moves-forward")

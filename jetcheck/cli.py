@@ -1,0 +1,42 @@
+"""The `jetcheck` command: certify, load, report, run."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from jetcheck import __version__
+from jetcheck.fixtures.errors import TargetError
+from jetcheck.redact import redact_url
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from jetcheck.conformance import certify
+
+    parser = argparse.ArgumentParser(prog="jetcheck", description="Conformance and load testing for NATS JetStream.")
+    parser.add_argument("--version", action="version", version=f"jetcheck {__version__}")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    certify.register(subparsers)
+    for module in ("jetcheck.load.cli", "jetcheck.reports.cli"):
+        try:
+            __import__(module, fromlist=["register"]).register(subparsers)
+        except ModuleNotFoundError:  # TEMPORARY while load and reports are being built
+            pass
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except TargetError as exc:
+        print(f"jetcheck: {redact_url(str(exc))}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("jetcheck: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""``jetcheck load``: run one scenario headless with Locust against the embedded server (or a nats:// URL).
+
+The command starts the server when --server is local/system, runs Locust as a subprocess bounded in time
+(``-t`` plus a hard deadline), then prints an exact summary from the op log and checks it against what the server
+stored. The same locustfile runs under Locust's web UI: ``locust -f $(python -c 'import jetcheck.load.locustfile as
+m; print(m.__file__)') --jetcheck-scenario publish-async --jetcheck-server nats://127.0.0.1:4222``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from jetcheck.config import ConfigError
+from jetcheck.fixtures.binaries import DEFAULT_VERSION
+from jetcheck.fixtures.errors import TargetError
+from jetcheck.fixtures.providers import provider_for
+from jetcheck.fixtures.target import Credentials, Target, probe
+from jetcheck.redact import redact_url
+
+from . import runfile, summary
+from .monitor import default_monitor_url
+from .scenarios import SCENARIOS, scenario
+
+LOCUSTFILE = Path(__file__).with_name("locustfile.py")  # a path, not an import: Locust monkey-patches on import
+GRACE_S = 120.0  # setup (prefill), drain and teardown on top of the run time
+
+
+def parse_duration(text: str) -> float:
+    """'30s', '2m', '1h', '1m30s' or plain seconds."""
+    match = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s?)?", text.strip())
+    if not text.strip() or not match or not any(match.groups()):
+        raise ConfigError(f"duration must look like 30s, 2m or 1h, not {text!r}")
+    hours, minutes, seconds = match.groups()
+    total = int(hours or 0) * 3600 + int(minutes or 0) * 60 + float(seconds or 0)
+    if total <= 0:
+        raise ConfigError(f"duration must be positive, not {text!r}")
+    return total
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("load", help="run a JetStream load scenario with Locust",
+                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scenario", required=True, choices=list(SCENARIOS), help="what the users do")
+    pacing = parser.add_mutually_exclusive_group()
+    pacing.add_argument("--rate", type=float, default=0.0, help="open loop: total target ops/s over all publishers")
+    pacing.add_argument("--max", action="store_true", help="closed loop: as fast as possible (the default)")
+    parser.add_argument("--duration", default="30s", help="run time, e.g. 30s, 2m (default 30s)")
+    parser.add_argument("--users", type=int, default=1, help="Locust users over all processes (default 1)")
+    parser.add_argument("--processes", type=int, default=1, help="Locust processes (default 1)")
+    parser.add_argument("--consumers", type=int, default=1, help="consuming users in mixed/end-to-end (default 1)")
+    parser.add_argument("--payload", type=int, default=128, help="payload bytes (default 128)")
+    parser.add_argument("--max-inflight", type=int, default=1000, help="outstanding ops per user (default 1000)")
+    parser.add_argument("--prefill", type=int, default=50_000, help="messages prefilled for consume scenarios")
+    parser.add_argument("--server", default="local", help="local (embedded), system, or nats://host:port")
+    parser.add_argument("--server-version", default=DEFAULT_VERSION, help="nats-server release for --server local")
+    parser.add_argument("--monitor", default="", help="monitoring URL of a remote server (default host:8222)")
+    parser.add_argument("--out", default="", help="output directory (default jetcheck-load/<run id>)")
+    parser.set_defaults(func=run)
+
+
+def _validate(args) -> float:
+    spec = scenario(args.scenario)
+    if args.rate < 0:
+        raise ConfigError("--rate must be positive")
+    if args.rate and not spec.paced:
+        raise ConfigError(f"{spec.name} consumes a prefilled stream as fast as it can; --rate applies to scenarios "
+                          "that publish (e.g. mixed, end-to-end)")
+    if args.users < 1 or args.processes < 1:
+        raise ConfigError("--users and --processes must be at least 1")
+    if args.processes > args.users:
+        raise ConfigError("--processes cannot exceed --users (each process runs whole users)")
+    if spec.publisher and spec.consumer and args.consumers >= args.users:
+        raise ConfigError(f"{spec.name} needs publishers too: --users must exceed --consumers")
+    return parse_duration(args.duration)
+
+
+def locust_command(args, duration_s: float, out: Path, run_id: str, prefix: str, monitor: str,
+                   server_version: str) -> list[str]:
+    cmd = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--only-summary",
+           "-u", str(args.users), "-r", str(args.users), "-t", f"{duration_s:g}s", "--stop-timeout", "30",
+           "--csv", str(out / "locust"), "--html", str(out / "locust.html"),
+           "--jetcheck-scenario", args.scenario, "--jetcheck-rate", str(args.rate),
+           "--jetcheck-consumers", str(args.consumers), "--jetcheck-payload", str(args.payload),
+           "--jetcheck-max-inflight", str(args.max_inflight), "--jetcheck-prefill", str(args.prefill),
+           "--jetcheck-out", str(out), "--jetcheck-run-id", run_id, "--jetcheck-prefix", prefix,
+           "--jetcheck-monitor", monitor, "--jetcheck-server-version", server_version]
+    if args.processes > 1:
+        cmd += ["--processes", str(args.processes)]
+    return cmd
+
+
+async def _server_version(target: Target) -> str:
+    nc = await target.connect()
+    try:
+        return (await probe(nc)).version
+    finally:
+        await nc.close()
+
+
+def run(args) -> int:
+    duration_s = _validate(args)
+    run_id = "load-" + secrets.token_hex(4)
+    prefix = "jc" + secrets.token_hex(3)
+    out = Path(args.out or Path("jetcheck-load") / run_id)
+    out.mkdir(parents=True, exist_ok=True)
+    provider = provider_for(args.server, args.server_version, Credentials())
+    target = provider.start()
+    try:
+        version = asyncio.run(_server_version(target))
+        monitor = target.process.monitor_url if target.process else (args.monitor or default_monitor_url(target.url))
+        cmd = locust_command(args, duration_s, out, run_id, prefix, monitor, version)
+        # the URL (which may carry credentials) travels in the environment, not on the command line
+        env = {**os.environ, "JETCHECK_LOAD_SERVER": target.url}
+        print(f"jetcheck load: {args.scenario} against {redact_url(target.url)} (nats-server {version}) "
+              f"for {duration_s:g}s -> {out}", flush=True)
+        rc = _run_bounded(cmd, env, out / "locust.log", duration_s + GRACE_S)
+    finally:
+        provider.stop()
+    if not (out / runfile.LOAD_FILE).exists():
+        raise TargetError(f"Locust exited with {rc} without writing {out / runfile.LOAD_FILE}; see "
+                          f"{out / 'locust.log'}")
+    run_info = runfile.read(out)
+    result = summary.summarize(out)
+    (out / "summary.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    print(summary.format_summary(run_info, result), flush=True)
+    return 0 if all(item["pass"] for item in result["checks"]) else 1
+
+
+def _run_bounded(cmd: list[str], env: dict[str, str], log_path: Path, deadline_s: float) -> int:
+    """Run Locust in its own process group; past the deadline the whole group is stopped."""
+    started = time.monotonic()
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                start_new_session=True)
+        try:
+            return proc.wait(timeout=deadline_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGINT)  # Locust quits (and writes what it has) on SIGINT
+            try:
+                return proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                raise TargetError(f"Locust did not stop within {time.monotonic() - started:.0f}s") from None
+        except BaseException:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry (until jetcheck/cli.py wires `register`): python -m jetcheck.load.cli load ..."""
+    parser = argparse.ArgumentParser(prog="jetcheck")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except TargetError as exc:
+        print(f"jetcheck: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

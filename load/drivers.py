@@ -1,0 +1,370 @@
+"""What one load user does, entirely inside asyncio: publish, consume or use KV, and log every operation.
+
+A driver runs as one asyncio task from `start()` to `stop()`; Locust only reads its per-interval `OpStats`
+(`take_stats`) and asks it to start and stop, so there is no gevent hand-off per message.
+
+Open loop (rate > 0): operations are scheduled at fixed intended times (pacing.Schedule) and never wait for each
+other; when `max_inflight` operations are outstanding an intended operation is not sent but logged as an
+``Overflow`` error. Closed loop (rate 0): as fast as the client goes, bounded by `max_inflight`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from functools import partial
+
+from .oplog import NO_E2E, OpLog
+from .pacing import Schedule
+from .scenarios import LoadSettings
+
+STAMP_TS = "Jc-Ts"
+STAMP_SEQ = "Jc-Seq"
+FETCH_TIMEOUT_S = 0.5
+DRAIN_TIMEOUT_S = 10.0
+time_ns = time.time_ns
+
+
+class Overflow(Exception):
+    """An open-loop operation was not sent because `max_inflight` operations were outstanding."""
+
+
+@dataclass
+class OpStats:
+    """Totals of one op kind since the last report: what Locust's request events are made of."""
+
+    ok: int = 0
+    latency_ns: int = 0  # sum over ok ops (from the intended time)
+    nbytes: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+    last_error: BaseException | None = None
+
+    def fail(self, exc: BaseException) -> None:
+        name = type(exc).__name__
+        self.errors[name] = self.errors.get(name, 0) + 1
+        self.last_error = exc
+
+
+def error_code(exc: BaseException) -> int:
+    return int(getattr(exc, "err_code", None) or getattr(exc, "code", None) or 0)
+
+
+class Driver:
+    """Base: connection, op log contexts, stats, the run task and the drain on stop."""
+
+    op_names: tuple[str, ...] = ()
+
+    def __init__(self, settings: LoadSettings, log: OpLog, user: int, connect) -> None:
+        self.settings = settings
+        self.log = log
+        self.user = user
+        self.pid = log.pid
+        self._connect = connect  # async () -> nats Client
+        self.nc = None
+        self.js = None
+        self.stats = {name: OpStats() for name in self.op_names}
+        self.stopping = False
+        self.failure: BaseException | None = None
+        self._task: asyncio.Task | None = None
+        self._inflight: set = set()
+        self._stop_requested = asyncio.Event()
+
+    async def start(self) -> None:
+        self.nc = await self._connect()
+        self.js = self.nc.jetstream(publish_async_max_pending=self.settings.max_inflight)
+        await self.prepare()
+        self._task = asyncio.get_running_loop().create_task(self._guarded_run())
+
+    async def prepare(self) -> None:
+        pass
+
+    async def run(self) -> None:
+        raise NotImplementedError
+
+    async def _guarded_run(self) -> None:
+        try:
+            await self.run()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # reported to Locust as the user's error; the log keeps what was done
+            self.failure = exc
+
+    def take_stats(self) -> dict[str, OpStats]:
+        taken = self.stats
+        self.stats = {name: OpStats() for name in self.op_names}
+        return taken
+
+    async def stop(self) -> None:
+        """Stop scheduling, wait for outstanding operations (each is logged), close the connection."""
+        self.stopping = True
+        self._stop_requested.set()
+        if self._task is not None:
+            try:
+                await asyncio.wait_for(self._task, FETCH_TIMEOUT_S * 4 + DRAIN_TIMEOUT_S)
+            except (asyncio.TimeoutError, asyncio.CancelledError):
+                pass
+        if self._inflight:
+            await asyncio.wait(list(self._inflight), timeout=DRAIN_TIMEOUT_S)
+            for pending in list(self._inflight):
+                pending.cancel()  # its done callback logs it as CancelledError
+            await asyncio.sleep(0)
+        if self.nc is not None and not self.nc.is_closed:
+            try:
+                await self.nc.flush(timeout=5)  # acks are fire-and-forget publishes: get them out
+            finally:
+                await self.nc.close()
+
+
+class Publisher(Driver):
+    """js publish (sync or pipelined async) at a fixed rate or as fast as possible."""
+
+    op_names = ("publish",)
+
+    async def prepare(self) -> None:
+        s = self.settings
+        self.subject = s.subject(self.pid, self.user)
+        self.payload = b"x" * s.payload_size
+        self.ctx = self.log.context(self.user, "publish", s.stream, self.subject, s.payload_size)
+        self.async_mode = s.spec.publisher == "async"
+        self.stamp = s.spec.stamp
+        self.seq = 0
+
+    def _headers(self, now: int) -> dict[str, str] | None:
+        if not self.stamp:
+            return None
+        self.seq += 1
+        return {STAMP_TS: str(now), STAMP_SEQ: str(self.seq)}
+
+    async def run(self) -> None:
+        rate = self.settings.rate_per_publisher
+        if rate > 0:
+            await self._open_loop(Schedule(rate))
+        elif self.async_mode:
+            await self._closed_async()
+        else:
+            await self._closed_sync()
+
+    async def _open_loop(self, schedule: Schedule) -> None:
+        limit = self.settings.max_inflight
+        inflight = self._inflight
+        while not self.stopping:
+            for index in schedule.take_due(time_ns()):
+                intended = schedule.intended_ns(index)
+                if len(inflight) >= limit:
+                    self._overflow(intended)
+                elif self.async_mode:
+                    await self._send_async(intended)
+                else:
+                    task = asyncio.ensure_future(self._send_sync(intended))
+                    inflight.add(task)
+                    task.add_done_callback(inflight.discard)
+            await schedule.sleep_until_next()
+
+    async def _closed_async(self) -> None:
+        while not self.stopping:
+            # publish_async waits on nats-py's own bound (publish_async_max_pending = max_inflight)
+            await self._send_async(time_ns())
+
+    async def _closed_sync(self) -> None:
+        while not self.stopping:
+            await self._send_sync(time_ns())
+
+    async def _send_async(self, intended: int) -> None:
+        start = time_ns()
+        try:
+            future = await self.js.publish_async(self.subject, self.payload, headers=self._headers(start))
+        except Exception as exc:
+            self._failed(intended, start, exc)
+            return
+        self._inflight.add(future)
+        future.add_done_callback(partial(self._acked, intended, start))
+
+    def _acked(self, intended: int, start: int, future: asyncio.Future) -> None:
+        end = time_ns()
+        self._inflight.discard(future)
+        if future.cancelled():
+            self._failed(intended, start, asyncio.CancelledError(), end)
+            return
+        exc = future.exception()
+        if exc is not None:
+            self._failed(intended, start, exc, end)
+            return
+        self.log.add(self.ctx, intended, start, end, 0, 0, future.result().seq)
+        stats = self.stats["publish"]
+        stats.ok += 1
+        stats.latency_ns += end - intended
+
+    async def _send_sync(self, intended: int) -> None:
+        start = time_ns()
+        try:
+            ack = await self.js.publish(self.subject, self.payload, headers=self._headers(start))
+        except asyncio.CancelledError:
+            self._failed(intended, start, asyncio.CancelledError())
+            raise
+        except Exception as exc:
+            self._failed(intended, start, exc)
+            return
+        end = time_ns()
+        self.log.add(self.ctx, intended, start, end, 0, 0, ack.seq)
+        stats = self.stats["publish"]
+        stats.ok += 1
+        stats.latency_ns += end - intended
+
+    def _failed(self, intended: int, start: int, exc: BaseException, end: int | None = None) -> None:
+        self.log.add(self.ctx, intended, start, end or time_ns(), self.log.error(exc), error_code(exc))
+        self.stats["publish"].fail(exc)
+
+    def _overflow(self, intended: int) -> None:
+        now = time_ns()
+        self.log.add(self.ctx, intended, now, now, self.log.error("Overflow"))
+        self.stats["publish"].fail(Overflow(f"more than {self.settings.max_inflight} operations in flight"))
+
+
+class Consumer(Driver):
+    """Shared logic of consumers: log one ``consume`` row per message, with end-to-end latency when stamped."""
+
+    op_names = ("consume",)
+
+    async def prepare(self) -> None:
+        self._contexts: dict[tuple[str, int], int] = {}
+
+    def _consumed(self, msg, fetch_start: int, end: int) -> None:
+        key = (msg.subject, len(msg.data))
+        ctx = self._contexts.get(key)
+        if ctx is None:
+            ctx = self._contexts[key] = self.log.context(self.user, "consume", self.settings.stream, *key)
+        e2e = NO_E2E
+        headers = msg.headers
+        if headers:
+            stamp = headers.get(STAMP_TS)
+            if stamp:
+                e2e = end - int(stamp)
+        meta = msg.metadata
+        self.log.add(ctx, fetch_start, fetch_start, end, 0, 0, meta.sequence.stream, meta.num_delivered, e2e)
+        stats = self.stats["consume"]
+        stats.ok += 1
+        stats.latency_ns += end - fetch_start if e2e == NO_E2E else e2e
+        stats.nbytes += key[1]
+
+
+class PullConsumer(Consumer):
+    """fetch + ack on the scenario's shared durable pull consumer."""
+
+    op_names = ("consume", "fetch")
+
+    async def prepare(self) -> None:
+        await super().prepare()
+        s = self.settings
+        self.sub = await self.js.pull_subscribe_bind(s.durable, s.stream)
+        self.fetch_ctx = self.log.context(self.user, "fetch", s.stream, "", 0)
+
+    async def run(self) -> None:
+        batch = self.settings.fetch_batch
+        while not self.stopping:
+            start = time_ns()
+            try:
+                msgs = await self.sub.fetch(batch, timeout=FETCH_TIMEOUT_S)
+            except asyncio.TimeoutError:
+                continue  # nothing to consume right now: not an error, and not logged
+            except Exception as exc:
+                self.log.add(self.fetch_ctx, start, start, time_ns(), self.log.error(exc), error_code(exc))
+                self.stats["fetch"].fail(exc)
+                continue
+            end = time_ns()
+            self.log.add(self.fetch_ctx, start, start, end)
+            fetch_stats = self.stats["fetch"]
+            fetch_stats.ok += 1
+            fetch_stats.latency_ns += end - start
+            for msg in msgs:
+                self._consumed(msg, start, end)
+                await msg.ack()
+
+
+class OrderedConsumer(Consumer):
+    """An ordered push consumer over the whole stream (each user reads every message)."""
+
+    async def run(self) -> None:
+        s = self.settings
+
+        async def on_msg(msg) -> None:
+            now = time_ns()
+            self._consumed(msg, now, now)
+
+        sub = await self.js.subscribe(s.subject_root + ".>", stream=s.stream, ordered_consumer=True, cb=on_msg)
+        try:
+            await self._stop_requested.wait()
+        finally:
+            await sub.unsubscribe()
+
+
+class KvUser(Driver):
+    """KV put then get of the same key, cycling over `keyspace` keys of this user."""
+
+    op_names = ("kv_put", "kv_get")
+
+    async def prepare(self) -> None:
+        s = self.settings
+        self.kv = await self.js.key_value(s.kv_bucket)
+        self.payload = b"x" * s.payload_size
+        self.keys = [f"u{self.pid}_{self.user}.k{i}" for i in range(s.keyspace)]
+        subject_root = f"$KV.{s.kv_bucket}."
+        self.ctx = {op: [self.log.context(self.user, op, s.stream, subject_root + key, s.payload_size)
+                         for key in self.keys] for op in self.op_names}
+        self.count = 0
+
+    async def run(self) -> None:
+        rate = self.settings.rate_per_publisher
+        if rate > 0:
+            schedule = Schedule(rate)
+            limit = self.settings.max_inflight
+            while not self.stopping:
+                for index in schedule.take_due(time_ns()):
+                    intended = schedule.intended_ns(index)
+                    if len(self._inflight) >= limit:
+                        now = time_ns()
+                        self.log.add(self.ctx["kv_put"][index % len(self.keys)], intended, now, now,
+                                     self.log.error("Overflow"))
+                        self.stats["kv_put"].fail(Overflow("kv op overflow"))
+                        continue
+                    task = asyncio.ensure_future(self._one(index, intended))
+                    self._inflight.add(task)
+                    task.add_done_callback(self._inflight.discard)
+                await schedule.sleep_until_next()
+        else:
+            index = 0
+            while not self.stopping:
+                await self._one(index, time_ns())
+                index += 1
+
+    async def _one(self, index: int, intended: int) -> None:
+        """Operation `index`: even ones put key index/2, odd ones get it back."""
+        key_no = (index // 2) % len(self.keys)
+        op = "kv_put" if index % 2 == 0 else "kv_get"
+        ctx = self.ctx[op][key_no]
+        start = time_ns()
+        try:
+            if op == "kv_put":
+                seq = await self.kv.put(self.keys[key_no], self.payload)
+            else:
+                seq = (await self.kv.get(self.keys[key_no])).revision or 0
+        except asyncio.CancelledError:
+            self.log.add(ctx, intended, start, time_ns(), self.log.error("CancelledError"))
+            raise
+        except Exception as exc:
+            self.log.add(ctx, intended, start, time_ns(), self.log.error(exc), error_code(exc))
+            self.stats[op].fail(exc)
+            return
+        end = time_ns()
+        self.log.add(ctx, intended, start, end, 0, 0, seq)
+        stats = self.stats[op]
+        stats.ok += 1
+        stats.latency_ns += end - intended
+        stats.nbytes += len(self.payload)
+
+
+def driver_class(settings: LoadSettings, role: str) -> type[Driver]:
+    spec = settings.spec
+    if role == "publisher":
+        return KvUser if spec.publisher == "kv" else Publisher
+    return PullConsumer if spec.consumer == "pull" else OrderedConsumer

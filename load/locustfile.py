@@ -1,0 +1,283 @@
+"""Locust users for NATS JetStream (nats-py): ``locust -f <this file> --jetcheck-scenario NAME --jetcheck-server URL``.
+
+Each user owns one connection and one asyncio driver (jetcheck.load.drivers) running on the process's asyncio
+loop; Locust's task only turns the driver's per-interval totals into request events (one per op kind and
+interval: response_time = mean latency in ms of that batch, response_length = bytes), so Locust's stats, web UI,
+--csv/--html, --processes and --master/--worker all work while every single operation goes to the op log.
+
+The master (or the single local process) creates the scenario's stream at test start, samples the monitoring
+endpoints, and at test stop waits for every worker to have flushed its log, reads what the server stored, deletes
+what the run created and writes ``<out>/load.json``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+import gevent
+from locust import User, constant, events, task
+from locust.runners import MasterRunner, WorkerRunner
+
+from jetcheck.fixtures.target import Target
+from jetcheck.load import bridge, runfile
+from jetcheck.load.drivers import Driver, driver_class
+from jetcheck.load.monitor import MonitorSampler, default_monitor_url, reachable
+from jetcheck.load.oplog import OpLog
+from jetcheck.load.scenarios import CONSUMER, PUBLISHER, SCENARIOS, LoadSettings, scenario, server_counts, setup, \
+    teardown
+from jetcheck.redact import redact_url
+
+logger = logging.getLogger("jetcheck.load")
+DRAINED = "jetcheck_drained"
+DRAIN = "jetcheck_drain"
+WORKER_DRAIN_TIMEOUT_S = 60.0
+FLUSH_EVERY_S = 1.0
+
+_user_numbers = itertools.count()
+_oplog: OpLog | None = None
+_drivers: set[Driver] = set()
+_run: dict[str, Any] = {}  # master/local: what load.json needs, filled at test start
+
+
+@events.init_command_line_parser.add_listener
+def add_options(parser) -> None:
+    group = parser  # argument groups do not take Locust's include_in_web_ui
+    group.add_argument("--jetcheck-scenario", default="publish-async", choices=list(SCENARIOS),
+                       env_var="JETCHECK_LOAD_SCENARIO", help="load scenario")
+    group.add_argument("--jetcheck-server", default="nats://127.0.0.1:4222", env_var="JETCHECK_LOAD_SERVER",
+                       help="nats:// URL of the target")
+    group.add_argument("--jetcheck-rate", type=float, default=0.0, help="total target ops/s (0: closed loop, max)")
+    group.add_argument("--jetcheck-consumers", type=int, default=1, help="consuming users in mixed scenarios")
+    group.add_argument("--jetcheck-payload", type=int, default=128, help="payload bytes")
+    group.add_argument("--jetcheck-max-inflight", type=int, default=1000, help="outstanding operations per user")
+    group.add_argument("--jetcheck-prefill", type=int, default=50_000, help="messages prefilled for consume runs")
+    group.add_argument("--jetcheck-out", default="jetcheck-load", help="directory for op logs and load.json")
+    group.add_argument("--jetcheck-run-id", default="", help="run id (default: a new one per test)")
+    group.add_argument("--jetcheck-prefix", default="", help="prefix of every stream this run creates")
+    group.add_argument("--jetcheck-monitor", default="", help="monitoring URL (default: http://<server host>:8222)")
+    group.add_argument("--jetcheck-server-version", default="", help="informational: the server's release")
+    group.add_argument("--jetcheck-users-total", type=int, default=0, include_in_web_ui=False,
+                       help="set by the master: users over all workers")
+
+
+def settings_from(options) -> LoadSettings:
+    spec = scenario(options.jetcheck_scenario)
+    users = options.jetcheck_users_total or getattr(options, "num_users", None) or 1
+    return LoadSettings(
+        scenario=spec.name, server_url=options.jetcheck_server, run_id=options.jetcheck_run_id,
+        prefix=options.jetcheck_prefix, out_dir=options.jetcheck_out,
+        rate=options.jetcheck_rate if spec.paced else 0.0, users=users,
+        consumers=options.jetcheck_consumers if spec.publisher and spec.consumer else users,
+        payload_size=options.jetcheck_payload, max_inflight=options.jetcheck_max_inflight,
+        prefill=options.jetcheck_prefill, monitor_url=options.jetcheck_monitor)
+
+
+def connect_to(url: str):
+    return lambda: Target(url=url).connect()
+
+
+def process_oplog(settings: LoadSettings) -> OpLog:
+    """This process's op log, (re)opened for the current run."""
+    global _oplog
+    if _oplog is None or _oplog.closed or _oplog.run_id != settings.run_id or _oplog.pid != os.getpid():
+        _oplog = OpLog(Path(settings.out_dir), settings.run_id, settings.scenario)
+        bridge.process_loop().call_soon_threadsafe(_start_flusher, _oplog)
+    return _oplog
+
+
+def _start_flusher(log: OpLog) -> None:
+    import asyncio
+
+    async def flush_periodically() -> None:
+        while not log.closed:
+            log.flush_if_older(FLUSH_EVERY_S)
+            await asyncio.sleep(FLUSH_EVERY_S / 2)
+
+    asyncio.get_running_loop().create_task(flush_periodically())
+
+
+def close_oplog() -> int:
+    """Wait for this process's users to be drained and its log to be on disk; returns rows written."""
+    for driver in list(_drivers):
+        bridge.run(driver.stop(), timeout=60)
+        _drivers.discard(driver)
+    if _oplog is None:
+        return 0
+    _oplog.close()
+    return _oplog.rows_written
+
+
+class NatsUser(User):
+    """Base of the two roles; abstract so Locust does not run it."""
+
+    abstract = True
+    role = PUBLISHER
+    wait_time = constant(0.5)  # the reporting interval: the load itself runs in asyncio, not between waits
+
+    def on_start(self) -> None:
+        settings = settings_from(self.environment.parsed_options)
+        self.number = next(_user_numbers)
+        log = process_oplog(settings)
+        cls = driver_class(settings, self.role)
+        self.driver = cls(settings, log, self.number, connect_to(settings.server_url))
+        bridge.run(self.driver.start(), timeout=30)
+        _drivers.add(self.driver)
+
+    @task
+    def report(self) -> None:
+        """Fire one request event per op kind for what the driver did since the last report."""
+        fire = self.environment.events.request.fire
+        for op, stats in self.driver.take_stats().items():
+            if stats.ok:
+                fire(request_type="JS", name=op, response_time=stats.latency_ns / stats.ok / 1e6,
+                     response_length=stats.nbytes, exception=None, context={"ops": stats.ok})
+            for _name, count in stats.errors.items():
+                fire(request_type="JS", name=op, response_time=0.0, response_length=0,
+                     exception=stats.last_error, context={"ops": count})
+        if self.driver.failure is not None:
+            failure, self.driver.failure = self.driver.failure, None
+            fire(request_type="JS", name="driver", response_time=0.0, response_length=0, exception=failure,
+                 context={})
+
+    def on_stop(self) -> None:
+        driver = getattr(self, "driver", None)
+        if driver is not None and driver in _drivers:
+            _drivers.discard(driver)
+            bridge.run(driver.stop(), timeout=60)
+            self.report()
+
+
+class NatsPublisher(NatsUser):
+    """Publishes (or uses KV) at the scenario's rate share, or as fast as it can."""
+
+    role = PUBLISHER
+
+
+class NatsConsumer(NatsUser):
+    """Consumes with the scenario's consumer kind."""
+
+    role = CONSUMER
+
+
+@events.init.add_listener
+def pick_users(environment, **_kwargs) -> None:
+    """Keep only the scenario's roles; in mixed scenarios `--jetcheck-consumers` users consume."""
+    options = environment.parsed_options
+    if options is None:
+        return
+    spec = scenario(options.jetcheck_scenario)
+    wanted = []
+    if PUBLISHER in spec.roles:
+        wanted.append(NatsPublisher)
+    if CONSUMER in spec.roles:
+        wanted.append(NatsConsumer)
+        NatsConsumer.fixed_count = options.jetcheck_consumers if PUBLISHER in spec.roles else 0
+    environment.user_classes[:] = [cls for cls in wanted if cls in environment.user_classes] or wanted
+    if environment.runner is not None:
+        register_messages(environment)
+
+
+def register_messages(environment) -> None:
+    runner = environment.runner
+    if isinstance(runner, WorkerRunner):
+        def drain(environment, msg, **_kwargs) -> None:
+            environment.runner.stop()  # stops users (each drains) and fires test_stop (closes the log)
+            rows = close_oplog()
+            environment.runner.send_message(DRAINED, {"pid": os.getpid(), "rows": rows})
+
+        runner.register_message(DRAIN, drain, concurrent=True)
+    elif isinstance(runner, MasterRunner):
+        def drained(environment, msg, **_kwargs) -> None:
+            _run.setdefault("drained", []).append(msg.data)
+
+        runner.register_message(DRAINED, drained)
+
+
+@events.test_start.add_listener
+def on_test_start(environment, **_kwargs) -> None:
+    if isinstance(environment.runner, WorkerRunner):
+        return
+    options = environment.parsed_options
+    # the master decides the run's identity; custom options travel to the workers with the spawn message
+    options.jetcheck_run_id = options.jetcheck_run_id or "load-" + secrets.token_hex(4)
+    options.jetcheck_prefix = options.jetcheck_prefix or "jc" + secrets.token_hex(3)
+    options.jetcheck_users_total = getattr(options, "num_users", None) or 1
+    settings = settings_from(options)
+    _run.clear()
+    _run.update(settings=settings, start_ns=time.time_ns(), drained=[])
+
+    async def prepare() -> str:
+        nc = await Target(url=settings.server_url).connect()
+        try:
+            await setup(settings, nc)
+            return str(nc._server_info.get("version", ""))
+        finally:
+            await nc.close()
+
+    _run["server_version"] = bridge.run(prepare(), timeout=120)
+    monitor = settings.monitor_url or default_monitor_url(settings.server_url)
+    _run["monitor_url"] = monitor
+    _run["sampler"] = MonitorSampler(monitor, Path(settings.out_dir), settings.run_id).start() \
+        if reachable(monitor) else None
+
+
+@events.test_stop.add_listener
+def on_test_stop(environment, **_kwargs) -> None:
+    runner = environment.runner
+    if isinstance(runner, WorkerRunner):
+        close_oplog()
+        return
+    if "settings" not in _run:
+        return
+    settings: LoadSettings = _run["settings"]
+    workers = runner.worker_count if isinstance(runner, MasterRunner) else 0
+    if isinstance(runner, MasterRunner):
+        runner.send_message(DRAIN, None)
+        with gevent.Timeout(WORKER_DRAIN_TIMEOUT_S, False):
+            while len(_run["drained"]) < workers:
+                gevent.sleep(0.05)  # the workers' answers arrive as messages, handled by another greenlet
+    else:
+        close_oplog()
+    end_ns = time.time_ns()
+
+    async def finish() -> tuple[dict, list[str]]:
+        nc = await Target(url=settings.server_url).connect()
+        try:
+            counts = await server_counts(settings, nc)
+            deleted = await teardown(settings, nc) if settings.cleanup else []
+            return counts, deleted
+        finally:
+            await nc.close()
+
+    try:
+        counts, deleted = bridge.run(finish(), timeout=60)
+    except Exception as exc:  # the run's logs are still worth writing down
+        logger.error("jetcheck: reading server counts failed: %s", exc)
+        counts, deleted = {"error": f"{type(exc).__name__}: {exc}"}, []
+    sampler: MonitorSampler | None = _run.pop("sampler", None)
+    samples = sampler.stop() if sampler else []
+    options = environment.parsed_options
+    run = runfile.describe(
+        settings, processes=max(workers, 1), duration_s=getattr(options, "run_time", None),
+        server_url=redact_url(settings.server_url),
+        server_version=options.jetcheck_server_version or _run.get("server_version", ""),
+        start_ns=_run["start_ns"], end_ns=end_ns, server=counts, deleted=deleted,
+        monitor={"url": _run.get("monitor_url", ""), "sampled": bool(sampler),
+                 "samples": sampler.samples if sampler else 0, "files": len(samples)},
+        workers_drained=_run.get("drained", []), expected_workers=workers)
+    runfile.write(Path(settings.out_dir), run)
+    logger.info("jetcheck: wrote %s", json.dumps({"run_id": settings.run_id, "out": settings.out_dir}))
+    _run.clear()
+
+
+@events.quitting.add_listener
+def on_quitting(environment, **_kwargs) -> None:
+    if _oplog is not None and not _oplog.closed:
+        close_oplog()

@@ -1,0 +1,75 @@
+"""``<out>/load.json``: what a load run was (scenario, mode, rate, users, processes, server, times, counts)."""
+
+from __future__ import annotations
+
+import json
+import os
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from .scenarios import LoadSettings
+
+LOAD_FILE = "load.json"
+OPS_DIR = "ops"
+SAMPLES_DIR = "samples"
+CLOCK_NOTE = ("all times are wall-clock ns (time.time_ns) taken on one machine, so publisher and consumer "
+              "processes share a clock; runs across machines need synchronised clocks for e2e_ns and "
+              "cross-process ordering")
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return ""
+
+
+def describe(settings: LoadSettings, *, processes: int, duration_s: float | None, server_url: str,
+             server_version: str, start_ns: int, end_ns: int, server: dict[str, Any], deleted: list[str],
+             monitor: dict[str, Any], workers_drained: list[dict], expected_workers: int) -> dict[str, Any]:
+    spec = settings.spec
+    return {
+        "run_id": settings.run_id,
+        "scenario": settings.scenario,
+        "scenario_title": spec.title,
+        "mode": settings.mode,
+        "rate": settings.rate or None,  # total target ops/s over all publishing users; null in closed mode
+        "rate_per_publisher": settings.rate_per_publisher or None,
+        "users": settings.users,
+        "publishers": settings.publishers,
+        "consumers": settings.users - settings.publishers if spec.consumer else 0,
+        "processes": processes,
+        "duration_s": duration_s,
+        "payload_size": settings.payload_size,
+        "max_inflight": settings.max_inflight,
+        "server_url": server_url,
+        "server_version": server_version,
+        "start_ns": start_ns,
+        "end_ns": end_ns,
+        "clock": CLOCK_NOTE,
+        "prefix": settings.prefix,
+        "stream": settings.stream,
+        "server": server,
+        "deleted": deleted,
+        "monitor": monitor,
+        "workers_drained": workers_drained,
+        "expected_workers": expected_workers,
+        "ops_dir": OPS_DIR,
+        "samples_dir": SAMPLES_DIR,
+        "overflow": "open-loop ops not sent because max_inflight were outstanding: ok=false, error_class=Overflow",
+        "client": {"nats-py": _version("nats-py"), "locust": _version("locust"), "pid": os.getpid()},
+    }
+
+
+def write(out_dir: Path, run: dict[str, Any]) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / LOAD_FILE
+    tmp = path.with_name("." + LOAD_FILE + ".part")
+    tmp.write_text(json.dumps(run, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def read(out_dir: Path) -> dict[str, Any]:
+    return json.loads((Path(out_dir) / LOAD_FILE).read_text())

@@ -1,0 +1,118 @@
+"""A quick, exact summary of one load run read back from its op log, and the no-lost-records check.
+
+(The full reports are jetcheck.reports, on Spark; this is what `jetcheck load` prints when it finishes.)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from . import runfile
+
+QUANTILES = (0.5, 0.9, 0.99, 0.999)
+COLUMNS = ["user", "process", "op", "ok", "error_class", "intended_ns", "start_ns", "end_ns", "e2e_ns"]
+
+
+def read_ops(out_dir: Path, columns: list[str] | None = None):
+    """Every finished op-log file of the run as one Arrow table."""
+    import pyarrow.dataset as ds
+
+    return ds.dataset(Path(out_dir) / runfile.OPS_DIR, format="parquet").to_table(columns=columns or COLUMNS)
+
+
+def _quantiles_us(values) -> dict[str, float]:
+    import pyarrow.compute as pc
+
+    if len(values) == 0:
+        return {}
+    qs = pc.quantile(values, q=list(QUANTILES), interpolation="nearest").to_pylist()
+    shown = {f"p{q * 100:g}": v / 1000 for q, v in zip(QUANTILES, qs, strict=True)}
+    shown["max"] = pc.max(values).as_py() / 1000
+    return shown
+
+
+def summarize(out_dir: Path) -> dict[str, Any]:
+    """Per op kind: counts, achieved rate, and response/service/send-delay/e2e quantiles in microseconds."""
+    import pyarrow.compute as pc
+
+    table = read_ops(out_dir)
+    ops: dict[str, Any] = {}
+    for op in sorted(set(table.column("op").to_pylist())):
+        rows = table.filter(pc.equal(table["op"], op))
+        ok = rows.filter(rows["ok"])
+        errors = rows.filter(pc.invert(rows["ok"]))
+        by_class: dict[str, int] = {}
+        for name in errors["error_class"].to_pylist():
+            by_class[name] = by_class.get(name, 0) + 1
+        entry: dict[str, Any] = {"count": rows.num_rows, "ok": ok.num_rows, "errors": by_class,
+                                 "overflow": by_class.get("Overflow", 0)}
+        if ok.num_rows:
+            first = pc.min(ok["intended_ns"]).as_py()
+            last = pc.max(ok["end_ns"]).as_py()
+            entry["rate_per_s"] = ok.num_rows / max((last - first) / 1e9, 1e-9)
+            entry["response_us"] = _quantiles_us(pc.subtract(ok["end_ns"], ok["intended_ns"]))
+            entry["service_us"] = _quantiles_us(pc.subtract(ok["end_ns"], ok["start_ns"]))
+            entry["send_delay_us"] = _quantiles_us(pc.subtract(ok["start_ns"], ok["intended_ns"]))
+            e2e = ok.filter(pc.greater_equal(ok["e2e_ns"], 0))["e2e_ns"]
+            if len(e2e):
+                entry["e2e_us"] = _quantiles_us(e2e)
+        ops[op] = entry
+    return {"rows": table.num_rows, "ops": ops, "checks": record_checks(runfile.read(out_dir), table)}
+
+
+def record_checks(run: dict[str, Any], table) -> list[dict[str, Any]]:
+    """The op log against what the server stored: nothing lost, nothing invented."""
+    import pyarrow.compute as pc
+
+    server = run.get("server") or {}
+    stream = server.get("stream") or {}
+    checks: list[dict[str, Any]] = []
+
+    def ok_rows(op: str) -> int:
+        return table.filter(pc.and_(pc.equal(table["op"], op), table["ok"])).num_rows
+
+    def check(name: str, logged: int, stored: Any) -> None:
+        checks.append({"check": name, "logged": logged, "server": stored, "pass": logged == stored})
+
+    if not stream:
+        checks.append({"check": "server counts read", "pass": False, "server": server.get("error", "missing")})
+        return checks
+    prefill = server.get("prefill", 0)
+    scenario = run["scenario"]
+    if scenario == "kv":
+        check("kv_put rows == KV stream last_seq", ok_rows("kv_put"), stream["last_seq"])
+    elif ok_rows("publish") or scenario.startswith("publish") or scenario in ("mixed", "end-to-end"):
+        check("publish rows == stream messages", ok_rows("publish"), stream["messages"] - prefill)
+    consumer = server.get("consumer")
+    if consumer:
+        check("consume rows == consumer delivered", ok_rows("consume"), consumer["delivered"])
+        check("every delivery acked (ack floor == delivered)", consumer["ack_floor"], consumer["delivered"])
+    if scenario == "ordered-consume":
+        consumed = table.filter(pc.equal(table["op"], "consume"))
+        per_user = pc.value_counts(pc.binary_join_element_wise(
+            pc.cast(consumed["process"], "string"), pc.cast(consumed["user"], "string"), "/")).to_pylist()
+        for item in per_user:
+            check(f"ordered user {item['values']} read the stream", item["counts"], stream["messages"])
+    return checks
+
+
+def format_summary(run: dict[str, Any], summary: dict[str, Any]) -> str:
+    lines = [f"run {run['run_id']}: {run['scenario']} ({run['mode']} loop"
+             + (f", target {run['rate']:g} ops/s" if run.get("rate") else "")
+             + f"), {run['users']} users in {run['processes']} process(es), nats-server {run['server_version']}"]
+    for op, entry in summary["ops"].items():
+        line = f"  {op:8} ok {entry['ok']:>9}  errors {sum(entry['errors'].values()):>6}"
+        if "rate_per_s" in entry:
+            line += f"  {entry['rate_per_s']:>10.0f}/s"
+        lines.append(line)
+        for key in ("response_us", "service_us", "send_delay_us", "e2e_us"):
+            if key in entry:
+                figures = "  ".join(f"{k} {v:,.1f}" for k, v in entry[key].items())
+                lines.append(f"           {key:14} {figures}")
+        if entry["errors"]:
+            lines.append("           errors: " + ", ".join(f"{k} x{v}" for k, v in entry["errors"].items()))
+    for item in summary["checks"]:
+        mark = "ok  " if item["pass"] else "FAIL"
+        lines.append(f"  [{mark}] {item['check']}: log {item.get('logged', '-')}, server {item['server']}")
+    return "\n".join(lines)

@@ -1,0 +1,69 @@
+"""`jetcheck report`'s work: resolve the inputs, aggregate (Spark for load logs), compare, write the report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from jetcheck.config import ConfigError
+from jetcheck.reports import compare
+from jetcheck.reports.conformance_report import aggregate_conformance
+from jetcheck.reports.inputs import REPORT_DIR, ResultSet, resolve, resolve_all
+from jetcheck.reports.render import ReportContent, write_report
+
+DEFAULT_OUT = "jetcheck-report"
+
+
+@dataclass(frozen=True)
+class ReportOutcome:
+    index: Path
+    must_failures: int
+    regressions: int
+
+
+def default_out(result_sets: list[ResultSet]) -> Path:
+    """A run folder's report goes into RUN/report; anything else into ./jetcheck-report."""
+    if len(result_sets) == 1 and result_sets[0].kind == "run":
+        return result_sets[0].root / REPORT_DIR
+    return Path(DEFAULT_OUT)
+
+
+def build_report(
+    inputs: list[str],
+    out: Path | None = None,
+    baseline: str | None = None,
+    master: str | None = None,
+    spark=None,
+    throughput_drop: float = compare.THROUGHPUT_DROP,
+    p99_rise: float = compare.P99_RISE,
+) -> ReportOutcome:
+    """Aggregate `inputs` (and `baseline`) and write index.html, summary.md and tables/ into `out`."""
+    if not inputs:
+        raise ConfigError("report needs at least one --in DIR")
+    result_sets = resolve_all(inputs)
+    base = resolve(baseline) if baseline else None
+    if base is not None and len(result_sets) != 1:
+        raise ConfigError("--baseline compares one run: give exactly one --in with it")
+    out = Path(out) if out else default_out(result_sets)
+    conformance = aggregate_conformance(result_sets)
+    loads, base_load = [], None
+    with_load = [rs for rs in result_sets if rs.load is not None]
+    if with_load or (base is not None and base.load is not None):
+        from jetcheck.reports.load_report import aggregate_load
+        from jetcheck.reports.spark import spark_session
+
+        with spark_session(master, spark) as session:
+            loads = [aggregate_load(session, rs) for rs in with_load]
+            if base is not None and base.load is not None:
+                base_load = aggregate_load(session, base)
+    comparison = None
+    if base is not None:
+        comparison = compare.Comparison(
+            baseline=str(baseline),
+            load=compare.compare_load(loads[0] if loads else None, base_load, throughput_drop, p99_rise),
+            conformance=compare.compare_conformance(conformance, aggregate_conformance([base])),
+        )
+    content = ReportContent(inputs=[str(i) for i in inputs], conformance=conformance, loads=loads,
+                            comparison=comparison)
+    index = write_report(content, out)
+    return ReportOutcome(index, conformance.must_failures, comparison.regressions if comparison else 0)

@@ -1,0 +1,79 @@
+"""Showing that checks can fail: certify through a deliberately non-conforming server.
+
+The broken server is the real one behind `python -m jetcheck.fixtures.proxy --break ...`, and certify is the
+real `jetcheck certify` pointed at the proxy's URL, exactly as a user would run it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from jetcheck.records import RESULTS_FILE, CheckResult, read_results
+
+CERTIFY_TIMEOUT_S = 240
+
+
+@dataclass(frozen=True)
+class Proof:
+    """Running `areas` through `breakers` fails exactly the checks of `breaks`; every other check passes or is na."""
+
+    breakers: tuple[str, ...]
+    areas: tuple[str, ...]
+    breaks: frozenset[str]
+
+    @property
+    def id(self) -> str:
+        return "+".join(self.breakers)
+
+
+def proof(breakers: str, areas: str, breaks: set[str]) -> Proof:
+    return Proof(tuple(breakers.split(",")), tuple(areas.split(",")), frozenset(breaks))
+
+
+@contextmanager
+def broken_proxy(upstream_url: str, breakers: tuple[str, ...]) -> Iterator[str]:
+    """The standalone proxy with `breakers`, in front of `upstream_url`; yields its URL."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jetcheck.fixtures.proxy", "--upstream", upstream_url, "--break", ",".join(breakers)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = proc.stdout.readline().strip()
+        if not url.startswith("nats://"):
+            raise RuntimeError(f"proxy did not start: {url} {proc.stderr.read() if proc.poll() is not None else ''}")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def certify(server: str, out: Path, *pytest_args: str) -> tuple[int, list[CheckResult]]:
+    """`jetcheck certify --server SERVER --out OUT -- PYTEST_ARGS`: its exit status and results."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "jetcheck.cli", "certify", "--server", server, "--out", str(out), "--", *pytest_args],
+        capture_output=True,
+        text=True,
+        timeout=CERTIFY_TIMEOUT_S,
+    )
+    results_path = out / RESULTS_FILE
+    if not results_path.exists():
+        raise AssertionError(f"certify wrote no results (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc.returncode, list(read_results(results_path))
+
+
+def outcome(results: list[CheckResult]) -> tuple[set[str], dict[str, str]]:
+    """Rule ids with a failing check, and every check that neither passed, failed nor was na (with its message)."""
+    failed = {r.id for r in results if r.status == "fail"}
+    odd = {r.check: f"{r.status}: {r.message[:300]}" for r in results if r.status not in ("pass", "fail", "na")}
+    return failed, odd
+
+
+def markexpr(areas: tuple[str, ...]) -> str:
+    return " or ".join(areas)
