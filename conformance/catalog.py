@@ -55,10 +55,11 @@ def parse_area(text: str, origin: str) -> list[Rule]:
 
 
 @cache
-def load_catalog(directory: Path = CATALOG_DIR) -> dict[str, Rule]:
-    """All rules by id; a duplicate id or a malformed entry is a CatalogError."""
+def load_catalog(directory: Path | None = None) -> dict[str, Rule]:
+    """All rules by id (from CATALOG_DIR unless told otherwise); a duplicate id or a malformed entry is a
+    CatalogError."""
     catalog: dict[str, Rule] = {}
-    for path in sorted(directory.glob("*.toml")):
+    for path in sorted((directory or CATALOG_DIR).glob("*.toml")):
         for rule in parse_area(path.read_text(encoding="utf-8"), path.name):
             if rule.id in catalog:
                 raise CatalogError(f"{path.name}: duplicate rule id {rule.id}")

@@ -60,8 +60,9 @@ def preflight(cfg: Config) -> None:
 
 
 async def _probe_url(cfg: Config) -> None:
-    credentials = Credentials(cfg.user, cfg.password, cfg.token, cfg.nkey_seed, cfg.creds, cfg.tls_ca, cfg.tls_cert,
-                              cfg.tls_key)
+    credentials = Credentials(
+        cfg.user, cfg.password, cfg.token, cfg.nkey_seed, cfg.creds, cfg.tls_ca, cfg.tls_cert, cfg.tls_key
+    )
     nc = await Target(cfg.server, credentials).connect()
     try:
         await probe(nc)
@@ -83,8 +84,21 @@ def run_checks(cfg: Config, pytest_args: list[str]) -> int:
     for stale in (RESULTS_FILE, JUNIT_FILE):
         (out / stale).unlink(missing_ok=True)
     extra = pytest_args[1:] if pytest_args[:1] == ["--"] else pytest_args
-    command = [sys.executable, "-m", "pytest", "-c", str(CERTIFY_INI), "--rootdir", str(CERTIFY_INI.parent),
-               "--pyargs", CHECKS_PACKAGE, "--junitxml", str(out / JUNIT_FILE), "-q", *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-c",
+        str(CERTIFY_INI),
+        "--rootdir",
+        str(CERTIFY_INI.parent),
+        "--pyargs",
+        CHECKS_PACKAGE,
+        "--junitxml",
+        str(out / JUNIT_FILE),
+        "-q",
+        *extra,
+    ]
     return subprocess.run(command, env=pytest_environment(cfg), check=False).returncode
 
 

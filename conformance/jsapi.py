@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import nats.errors
 from nats.aio.client import Client
 
 from .model import StreamState
@@ -102,3 +103,99 @@ async def eventually(condition: Callable[[], Awaitable[bool]], timeout: float, i
         if time.monotonic() >= deadline:
             return False
         await asyncio.sleep(interval)
+
+
+# --- consumers and raw pull requests (consumers, pull areas) -----------------------------------------------------
+
+
+async def create_consumer(nc: Client, stream: str, **config: Any) -> dict[str, Any]:
+    """Create a consumer with exactly `config` (named by durable_name or name when given); its consumer info."""
+    name = config.get("durable_name") or config.get("name")
+    subject = f"$JS.API.CONSUMER.CREATE.{stream}" + (f".{name}" if name else "")
+    return await api(nc, subject, {"stream_name": stream, "config": config})
+
+
+async def consumer_info(nc: Client, stream: str, consumer: str) -> dict[str, Any]:
+    return await api(nc, f"$JS.API.CONSUMER.INFO.{stream}.{consumer}")
+
+
+@dataclass(frozen=True)
+class PullStatus:
+    """A status message ending (or refusing) a pull request, read exactly as the server sent it."""
+
+    code: str
+    description: str
+    headers: dict[str, str]
+
+
+@dataclass
+class PullReply:
+    messages: list[Any]  # nats-py Msg deliveries, in arrival order
+    status: PullStatus | None  # the status that ended the request, None when none came within the wait
+
+
+def _status_of(msg: Any) -> PullStatus | None:
+    # nats-py keys the description with an Enum member; normalise every key to its text.
+    headers = {str(getattr(k, "value", k)): v for k, v in (msg.headers or {}).items()}
+    code = headers.pop("Status", "")
+    if not code or msg.data:
+        return None
+    return PullStatus(code, headers.pop("Description", ""), headers)
+
+
+class RawPull:
+    """One pull request sent to `$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>` from its own inbox."""
+
+    def __init__(self, nc: Client, stream: str, consumer: str) -> None:
+        self.nc = nc
+        self.subject = f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}"
+        self.reply = PullReply([], None)
+        self._sub: Any = None
+
+    async def send(self, request: dict[str, Any] | bytes | None = None) -> RawPull:
+        """Send the request: a dict as JSON, bytes as they are, None as an empty body (a request for one)."""
+        body = json.dumps(request).encode() if isinstance(request, dict) else (request or b"")
+        inbox = self.nc.new_inbox()
+        self._sub = await self.nc.subscribe(inbox)
+        await self.nc.publish(self.subject, body, reply=inbox)
+        await self.nc.flush()
+        return self
+
+    async def collect(self, wait: float, messages: int | None = None) -> PullReply:
+        """Read deliveries until a status arrives, `messages` deliveries arrived, or `wait` seconds pass."""
+        deadline = time.monotonic() + wait
+        while self.reply.status is None and (messages is None or len(self.reply.messages) < messages):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                msg = await self._sub.next_msg(timeout=left)
+            except nats.errors.TimeoutError:  # nothing more within the wait
+                break
+            status = _status_of(msg)
+            if status is None:
+                self.reply.messages.append(msg)
+            else:
+                self.reply.status = status
+        return self.reply
+
+    async def close(self) -> None:
+        if self._sub is not None:
+            await self._sub.unsubscribe()
+            self._sub = None
+
+
+async def pull(
+    nc: Client,
+    stream: str,
+    consumer: str,
+    request: dict[str, Any] | bytes | None = None,
+    wait: float = 1.0,
+    messages: int | None = None,
+) -> PullReply:
+    """Send one raw pull request and collect what it brings (see RawPull.collect)."""
+    raw = await RawPull(nc, stream, consumer).send(request)
+    try:
+        return await raw.collect(wait, messages)
+    finally:
+        await raw.close()

@@ -13,7 +13,6 @@ import os
 import platform
 import time
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from hypothesis import HealthCheck, settings
 from jetcheck.fixtures.cleanup import delete_owned_streams
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.providers import ServerProvider, provider_for
+from jetcheck.fixtures.proxy import NatsProxy
 from jetcheck.fixtures.target import Credentials, ServerInfo, Target, probe, version_tuple
 
 import jetcheck
@@ -32,6 +32,7 @@ from jetcheck.records import LEVELS, RESULTS_FILE, RUN_FILE, CheckResult
 from jetcheck.redact import redact_text
 
 from .catalog import CatalogError, Rule, load_catalog
+from .clients import adapter_for
 
 CHECKS_PACKAGE = "jetcheck.conformance.checks"
 NEEDS = {
@@ -56,8 +57,13 @@ def na(reason: str) -> None:
     pytest.skip(NA_PREFIX + reason)
 
 
-def _client_info() -> dict[str, str]:
-    return {"name": "nats-py", "version": metadata.version("nats-py")}
+def _client_info(config: Config) -> dict[str, str]:
+    """The client under test as results record it (a proof variant keeps its `+variant` in the name)."""
+    try:
+        adapter = adapter_for(config.client)
+    except ConfigError:
+        return {"name": config.client, "version": ""}
+    return {"name": config.client, "version": adapter.version}
 
 
 # --- run state ---------------------------------------------------------------------------------------------------
@@ -179,6 +185,7 @@ def pytest_configure(config: pytest.Config) -> None:
             env=os.environ,
             ini={o.name: config.getini(o.ini) or None for o in OPTIONS},
         )
+        adapter_for(resolved.client)
     except ConfigError as exc:
         raise pytest.UsageError(f"jetcheck: {exc}") from None
     config.stash[STATE] = RunState(
@@ -346,7 +353,7 @@ def _record(item: pytest.Item, reports: dict) -> None:
         source=rule.source,
         min_version=rule.since,
         server_version=state.server.version if state.server else "",
-        client=_client_info(),
+        client=_client_info(state.config),
         duration_s=round(duration, 4),
         message=redact_text(message, state.secrets),
         check=item.nodeid,
@@ -384,7 +391,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "options": state.config.redacted(),
         "server": state.server.as_dict() if state.server else {},
         "target": "managed" if state.config.managed else "url",
-        "client": _client_info(),
+        "client": _client_info(state.config),
         "python": platform.python_version(),
         "counts": counts,
         "cleanup_problems": state.cleanup_problems,
@@ -478,3 +485,17 @@ async def nc(target: Target):
 async def js(nc):
     """nats-py's JetStream context on `nc`."""
     return nc.jetstream()
+
+
+@pytest.fixture
+def client(jetcheck_config: Config):
+    """The client under test (`--jetcheck-client`), as a conformance.clients adapter."""
+    return adapter_for(jetcheck_config.client)
+
+
+@pytest_asyncio.fixture
+async def proxied(target: Target):
+    """A fault-injection NatsProxy in front of the target (managed or URL), stopped after the check."""
+    proxy = await NatsProxy.for_url(target.url).start()
+    yield proxy
+    await proxy.stop()

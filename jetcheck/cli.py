@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 from jetcheck import __version__
@@ -26,6 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # nats-py's TLS transport makes asyncio warn on every closed TLS connection; that noise is not the user's.
+    logging.getLogger("asyncio").setLevel(logging.ERROR)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

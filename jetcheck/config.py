@@ -65,6 +65,16 @@ def _choice(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
+CLIENTS = ("nats-py",)
+
+
+def _client(value: str) -> str:
+    # `client+variant` wraps a client in a deliberate deviation for the suite's own proofs (conformance.clients).
+    if value.partition("+")[0] not in CLIENTS or not re.fullmatch(r"[a-z0-9.-]+(\+[a-z0-9-]+)?", value):
+        raise ConfigError(f"expected one of {', '.join(CLIENTS)} (optionally +variant), not {value!r}")
+    return value
+
+
 def _existing_file(value: str) -> str:
     if value and not Path(value).is_file():
         raise ConfigError(f"no such file: {value}")
@@ -125,7 +135,7 @@ OPTIONS: tuple[Option, ...] = (
         lambda: "fast",
         _choice("fast", "thorough"),
     ),
-    Option("client", "client under test", lambda: "nats-py", _choice("nats-py")),
+    Option("client", "client under test: " + ", ".join(CLIENTS), lambda: "nats-py", _client),
     Option("server_cache", "directory where nats-server releases are installed side by side", lambda: ""),
 )
 OPTION_BY_NAME = {option.name: option for option in OPTIONS}

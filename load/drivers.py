@@ -311,7 +311,7 @@ class KvUser(Driver):
         subject_root = f"$KV.{s.kv_bucket}."
         self.ctx = {op: [self.log.context(self.user, op, s.stream, subject_root + key, s.payload_size)
                          for key in self.keys] for op in self.op_names}
-        self.count = 0
+        self.last_put: int | None = None
 
     async def run(self) -> None:
         rate = self.settings.rate_per_publisher
@@ -338,14 +338,17 @@ class KvUser(Driver):
                 index += 1
 
     async def _one(self, index: int, intended: int) -> None:
-        """Operation `index`: even ones put key index/2, odd ones get it back."""
+        """Even operations put key index/2; odd ones get the key whose put was acknowledged last."""
         key_no = (index // 2) % len(self.keys)
-        op = "kv_put" if index % 2 == 0 else "kv_get"
+        op = "kv_put" if index % 2 == 0 or self.last_put is None else "kv_get"
+        if op == "kv_get":
+            key_no = self.last_put
         ctx = self.ctx[op][key_no]
         start = time_ns()
         try:
             if op == "kv_put":
                 seq = await self.kv.put(self.keys[key_no], self.payload)
+                self.last_put = key_no
             else:
                 seq = (await self.kv.get(self.keys[key_no])).revision or 0
         except asyncio.CancelledError:

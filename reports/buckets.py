@@ -14,7 +14,7 @@ are exact. Negative values (a clock went backwards) get bucket -1 and are counte
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -32,7 +32,7 @@ STANDARD_QUANTILES: tuple[tuple[str, int], ...] = (
 )
 # The quantiles of the "latency by percentile" chart, spread evenly on a 1/(1-q) log axis.
 DISTRIBUTION_QUANTILES: tuple[int, ...] = tuple(
-    sorted({PPM - int(round(PPM * 10 ** (-k / 4))) for k in range(0, 25)} | {PPM - 1})
+    sorted({PPM - round(PPM * 10 ** (-k / 4)) for k in range(0, 25)} | {PPM - 1})
 )
 
 
@@ -55,9 +55,7 @@ def bucket_sql(value: str, bits: int = SUB_BUCKET_BITS) -> str:
     """A Spark SQL expression giving the bucket index of the bigint column/expression `value`."""
     # floor(log2) in double can be one off near powers of two: correct it with exact integer shifts.
     e0 = f"CAST(FLOOR(LOG2({value})) AS INT)"
-    exponent = (
-        f"({e0} - IF(SHIFTLEFT(1L, {e0}) > {value}, 1, 0) + IF(SHIFTLEFT(1L, {e0} + 1) <= {value}, 1, 0))"
-    )
+    exponent = f"({e0} - IF(SHIFTLEFT(1L, {e0}) > {value}, 1, 0) + IF(SHIFTLEFT(1L, {e0} + 1) <= {value}, 1, 0))"
     shift = f"({exponent} - {bits})"
     return (
         f"CASE WHEN {value} < 0 THEN -1L WHEN {value} < {1 << bits} THEN CAST({value} AS BIGINT) "

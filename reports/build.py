@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from jetcheck.config import ConfigError
 from jetcheck.reports import compare
 from jetcheck.reports.conformance_report import aggregate_conformance
 from jetcheck.reports.inputs import REPORT_DIR, ResultSet, resolve, resolve_all
 from jetcheck.reports.render import ReportContent, write_report
+
+from jetcheck.config import ConfigError
 
 DEFAULT_OUT = "jetcheck-report"
 
@@ -63,7 +64,8 @@ def build_report(
             load=compare.compare_load(loads[0] if loads else None, base_load, throughput_drop, p99_rise),
             conformance=compare.compare_conformance(conformance, aggregate_conformance([base])),
         )
-    content = ReportContent(inputs=[str(i) for i in inputs], conformance=conformance, loads=loads,
-                            comparison=comparison)
+    content = ReportContent(
+        inputs=[str(i) for i in inputs], conformance=conformance, loads=loads, comparison=comparison
+    )
     index = write_report(content, out)
     return ReportOutcome(index, conformance.must_failures, comparison.regressions if comparison else 0)

@@ -9,11 +9,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from jetcheck.reports.load_report import GROUP, LoadTables  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from jetcheck.reports.load_report import GROUP, LoadTables
 
 STATUS_COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "error": "#ef6c00", "na": "#9e9e9e", "skip": "#bdbdbd"}
 
@@ -54,8 +53,9 @@ def timeline(load: LoadTables) -> str:
         if axis.lines:
             axis.set_yscale("log")
     if not load.errors.empty:
-        per_class = load.errors.pivot_table(index="t_s", columns="error_class", values="count", aggfunc="sum",
-                                            fill_value=0)
+        per_class = load.errors.pivot_table(
+            index="t_s", columns="error_class", values="count", aggfunc="sum", fill_value=0
+        )
         bottom = np.zeros(len(per_class))
         for name in per_class.columns:
             err.bar(per_class.index, per_class[name], bottom=bottom, width=1.0, label=name, align="edge")

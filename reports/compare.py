@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pandas as pd
-
 from jetcheck.reports.conformance_report import FAILED, ConformanceTables
 from jetcheck.reports.load_report import GROUP, LoadTables
 
@@ -27,26 +26,32 @@ class Comparison:
         return load + conformance
 
 
-def compare_load(current: LoadTables | None, baseline: LoadTables | None,
-                 throughput_drop: float = THROUGHPUT_DROP, p99_rise: float = P99_RISE) -> pd.DataFrame:
+def compare_load(
+    current: LoadTables | None,
+    baseline: LoadTables | None,
+    throughput_drop: float = THROUGHPUT_DROP,
+    p99_rise: float = P99_RISE,
+) -> pd.DataFrame:
     columns = [*GROUP, "measure", "baseline", "current", "change", "regression"]
     if current is None or baseline is None or current.totals.empty or baseline.totals.empty:
         return pd.DataFrame(columns=columns)
     keys = list(GROUP)
-    rate = baseline.totals[[*keys, "ok_per_s"]].merge(current.totals[[*keys, "ok_per_s"]], on=keys,
-                                                       suffixes=("_b", "_c"))
+    rate = baseline.totals[[*keys, "ok_per_s"]].merge(
+        current.totals[[*keys, "ok_per_s"]], on=keys, suffixes=("_b", "_c")
+    )
     rows = []
     for row in rate.itertuples(index=False):
         change = (row.ok_per_s_c - row.ok_per_s_b) / row.ok_per_s_b if row.ok_per_s_b else 0.0
-        rows.append((row.scenario, row.op, "throughput ok/s", row.ok_per_s_b, row.ok_per_s_c, change,
-                     change < -throughput_drop))
+        rows.append(
+            (row.scenario, row.op, "throughput ok/s", row.ok_per_s_b, row.ok_per_s_c, change, change < -throughput_drop)
+        )
     lat_keys = [*keys, "metric"]
-    lat = baseline.latency[[*lat_keys, "p99"]].merge(current.latency[[*lat_keys, "p99"]], on=lat_keys,
-                                                      suffixes=("_b", "_c"))
+    lat = baseline.latency[[*lat_keys, "p99"]].merge(
+        current.latency[[*lat_keys, "p99"]], on=lat_keys, suffixes=("_b", "_c")
+    )
     for row in lat[lat["metric"].isin(P99_METRICS)].itertuples(index=False):
         change = (row.p99_c - row.p99_b) / row.p99_b if row.p99_b else 0.0
-        rows.append((row.scenario, row.op, f"{row.metric} p99 ns", row.p99_b, row.p99_c, change,
-                     change > p99_rise))
+        rows.append((row.scenario, row.op, f"{row.metric} p99 ns", row.p99_b, row.p99_c, change, change > p99_rise))
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -12,10 +12,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import pandas as pd
+from jetcheck.reports.inputs import ResultSet
 
 from jetcheck.records import LEVELS, STATUSES, CheckResult
 from jetcheck.redact import redact_url
-from jetcheck.reports.inputs import ResultSet
 
 FAILED = ("fail", "error")
 # When one matrix cell holds several results for a rule, the cell shows the most telling one.
@@ -72,7 +72,9 @@ def _summary(results: pd.DataFrame) -> pd.DataFrame:
     counts = counts.reindex(columns=list(STATUSES), fill_value=0)
     counts["total"] = counts.sum(axis=1)
     summary = counts.reset_index()
-    summary["level"] = pd.Categorical(summary["level"], categories=[*LEVELS, *sorted(set(summary["level"]) - set(LEVELS))])
+    summary["level"] = pd.Categorical(
+        summary["level"], categories=[*LEVELS, *sorted(set(summary["level"]) - set(LEVELS))]
+    )
     return summary.sort_values(keys).reset_index(drop=True).astype({"level": str})
 
 

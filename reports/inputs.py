@@ -76,8 +76,7 @@ def resolve(folder: Path | str, label: str | None = None) -> ResultSet:
     certify, load = root / CERTIFY_DIR, root / LOAD_DIR
     has_certify, has_load = _is_certify(certify), _is_load(load)
     if has_certify or has_load:
-        return ResultSet(label, root, "run", certify if has_certify else None,
-                         load if has_load else None)
+        return ResultSet(label, root, "run", certify if has_certify else None, load if has_load else None)
     if _is_certify(root):
         return ResultSet(label, root, "certify", root, None)
     if _is_load(root):

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
-
-from jetcheck.records import OP_FIELDS, SAMPLE_FIELDS
 from jetcheck.reports import buckets
 from jetcheck.reports.inputs import ResultSet
+
+from jetcheck.records import OP_FIELDS, SAMPLE_FIELDS
 
 NS = 1_000_000_000
 # Latency-over-time charts get about this many intervals, each at least a second long.
@@ -82,7 +82,9 @@ def _latency_long(ops, origin_ns: int, slot_ns: int):
         F.expr(f"stack({len(METRICS)}, {pairs}) AS (metric, value)"),
     )
     # e2e_ns is -1 for operations that are not stamped deliveries: those have no e2e value at all.
-    return long.where((F.col("ok") | F.col("metric").isin(failed_too)) & ~((F.col("metric") == "e2e") & (F.col("e2e_ns") == -1)))
+    return long.where(
+        (F.col("ok") | F.col("metric").isin(failed_too)) & ~((F.col("metric") == "e2e") & (F.col("e2e_ns") == -1))
+    )
 
 
 def _to_pandas(frame) -> pd.DataFrame:
@@ -130,14 +132,29 @@ def aggregate_load(spark, result_set: ResultSet) -> LoadTables:
     notes = [
         buckets.accuracy_note(),
         buckets.accuracy_note(buckets.COARSE_BITS, "latency over time"),
-        *(f"{name}: {meaning}" for name, (_, _, meaning) in METRICS.items())]
-    notes.append("throughput counts operations by the second they completed; latency excludes failed operations "
-                 "(they are counted under errors), except send delay")
+        *(f"{name}: {meaning}" for name, (_, _, meaning) in METRICS.items()),
+    ]
+    notes.append(
+        "throughput counts operations by the second they completed; latency excludes failed operations "
+        "(they are counted under errors), except send delay"
+    )
     if not result_set.op_files():
         empty = pd.DataFrame()
-        return LoadTables(result_set.label, info, 0, 0.0, 1.0, empty, empty, empty, empty, empty, empty,
-                          _samples(spark, result_set, int(info.get("start_ns", 0) or 0)),
-                          [*notes, "no operation logs were found"])
+        return LoadTables(
+            result_set.label,
+            info,
+            0,
+            0.0,
+            1.0,
+            empty,
+            empty,
+            empty,
+            empty,
+            empty,
+            empty,
+            _samples(spark, result_set, int(info.get("start_ns", 0) or 0)),
+            [*notes, "no operation logs were found"],
+        )
     ops = read_ops(spark, result_set)
     origin_ns, last_ns, _ = _origin_and_span(ops, info)
     span_s = max((last_ns - origin_ns) / NS, 1e-9)
@@ -155,8 +172,9 @@ def aggregate_load(spark, result_set: ResultSet) -> LoadTables:
         whole.unpersist()
     per_slot = buckets.bucket_table(long, [*keys, "slot"], bits=buckets.COARSE_BITS)
     over_time = _to_pandas(buckets.percentiles(per_slot, [*keys, "slot"]))
-    distribution = wide.melt(id_vars=keys, value_vars=[label for label, _ in distribution_q],
-                             var_name="quantile", value_name="value_ns")
+    distribution = wide.melt(
+        id_vars=keys, value_vars=[label for label, _ in distribution_q], var_name="quantile", value_name="value_ns"
+    )
     distribution["quantile"] = distribution["quantile"].str[1:].astype(int) / buckets.PPM
     over_time["t_s"] = over_time.pop("slot") * slot_s
     over_time = over_time.sort_values([*keys, "t_s"]).reset_index(drop=True)

@@ -14,10 +14,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
 from jetcheck.reports import charts
 from jetcheck.reports.compare import Comparison
-from jetcheck.reports.conformance_report import ConformanceTables
+from jetcheck.reports.conformance_report import ConformanceTables, redact_text
 from jetcheck.reports.load_report import LoadTables
 
 LATENCY_COLUMNS = ("min", "p50", "p90", "p99", "p99_9", "p99_99", "max")
@@ -89,8 +88,12 @@ def _conformance_html(tables: ConformanceTables) -> str:
     parts.append(_chart(charts.conformance_bars(tables.summary), "conformance by area"))
     parts.append("<h3>Summary by area and level</h3>" + html_table(tables.summary))
     parts.append("<h3>Failures (expected / actual)</h3>")
-    parts.append(html_table(tables.failures, ["result_set", "id", "level", "status", "title", "message", "observed",
-                                              "server_log", "source"]))
+    parts.append(
+        html_table(
+            tables.failures,
+            ["result_set", "id", "level", "status", "title", "message", "observed", "server_log", "source"],
+        )
+    )
     parts.append("<h3>Not applicable and skipped, with reasons</h3>")
     parts.append(html_table(tables.not_applicable, ["result_set", "id", "level", "status", "title", "message"]))
     parts.append("<h3>Compatibility matrix (rule × server version × client)</h3>" + html_table(tables.matrix))
@@ -104,7 +107,8 @@ def _load_html(load: LoadTables) -> str:
         if isinstance(value, dict):
             info.update({f"{key}.{k}": v for k, v in value.items()})
     if info:
-        parts.append(html_table(pd.DataFrame({"setting": list(info), "value": [str(v) for v in info.values()]})))
+        values = [redact_text(v if isinstance(v, str) else json.dumps(v)) for v in info.values()]
+        parts.append(html_table(pd.DataFrame({"setting": list(info), "value": values})))
     if load.totals.empty:
         parts.append("<p><em>No operations were logged.</em></p>")
         return "\n".join(parts)
@@ -143,12 +147,16 @@ def verdict(content: ReportContent) -> tuple[bool, str]:
 
 def render_html(content: ReportContent) -> str:
     ok, text = verdict(content)
-    sections = [f'<div class="verdict {"ok" if ok else "bad"}">{_esc(text)}</div>',
-                "<p class='meta'>inputs: " + ", ".join(_esc(i) for i in content.inputs) + "</p>",
-                "<nav><a href='#conformance'>Conformance</a><a href='#load'>Load</a>"
-                + ("<a href='#comparison'>Comparison</a>" if content.comparison else "") + "</nav>",
-                "<h2 id='conformance'>Conformance</h2>", _conformance_html(content.conformance),
-                "<h2 id='load'>Load</h2>"]
+    sections = [
+        f'<div class="verdict {"ok" if ok else "bad"}">{_esc(text)}</div>',
+        "<p class='meta'>inputs: " + ", ".join(_esc(i) for i in content.inputs) + "</p>",
+        "<nav><a href='#conformance'>Conformance</a><a href='#load'>Load</a>"
+        + ("<a href='#comparison'>Comparison</a>" if content.comparison else "")
+        + "</nav>",
+        "<h2 id='conformance'>Conformance</h2>",
+        _conformance_html(content.conformance),
+        "<h2 id='load'>Load</h2>",
+    ]
     sections += [_load_html(load) for load in content.loads] or ["<p><em>No load results in the inputs.</em></p>"]
     if content.comparison is not None:
         sections += ["<h2 id='comparison'>Comparison with the baseline</h2>", _comparison_html(content.comparison)]
@@ -174,27 +182,52 @@ def _md_table(frame: pd.DataFrame, columns: list[str] | None = None) -> str:
 
 def render_markdown(content: ReportContent) -> str:
     ok, text = verdict(content)
-    out = ["# jetcheck report", "", f"**{'OK' if ok else 'FAILED'}**: {text}", "",
-           "Inputs: " + ", ".join(content.inputs), "", "## Conformance", ""]
+    out = [
+        "# jetcheck report",
+        "",
+        f"**{'OK' if ok else 'FAILED'}**: {text}",
+        "",
+        "Inputs: " + ", ".join(content.inputs),
+        "",
+        "## Conformance",
+        "",
+    ]
     conformance = content.conformance
     if conformance.results.empty:
         out.append("_no conformance results_\n")
     else:
         totals = conformance.summary.groupby("result_set", as_index=False).sum(numeric_only=True)
-        out += [_md_table(totals), "### Failures", "",
-                _md_table(conformance.failures, ["result_set", "id", "level", "status", "message"])]
+        out += [
+            _md_table(totals),
+            "### Failures",
+            "",
+            _md_table(conformance.failures, ["result_set", "id", "level", "status", "message"]),
+        ]
     out += ["## Load", ""]
     for load in content.loads:
         out += [f"### {load.label}", ""]
         if load.totals.empty:
             out.append("_no operations logged_\n")
             continue
-        out += [f"Duration {load.span_s:.1f} s.", "", _md_table(load.totals), "Latency, ms:", "",
-                _md_table(_in_ms(load.latency), ["scenario", "op", "metric", "count", "p50", "p99", "p99_9",
-                                                  "p99_99", "max"]), f"_{load.notes[0]}_", ""]
+        out += [
+            f"Duration {load.span_s:.1f} s.",
+            "",
+            _md_table(load.totals),
+            "Latency, ms:",
+            "",
+            _md_table(
+                _in_ms(load.latency), ["scenario", "op", "metric", "count", "p50", "p99", "p99_9", "p99_99", "max"]
+            ),
+            f"_{load.notes[0]}_",
+            "",
+        ]
     if content.comparison is not None:
-        out += ["## Comparison with " + content.comparison.baseline, "", _md_table(content.comparison.load),
-                _md_table(content.comparison.conformance)]
+        out += [
+            "## Comparison with " + content.comparison.baseline,
+            "",
+            _md_table(content.comparison.load),
+            _md_table(content.comparison.conformance),
+        ]
     return "\n".join(out) + "\n"
 
 
@@ -206,8 +239,9 @@ def report_tables(content: ReportContent) -> dict[str, pd.DataFrame]:
         "conformance_matrix": conformance.matrix,
     }
     for name in ("totals", "throughput", "latency", "latency_over_time", "distribution", "errors", "samples"):
-        frames = [getattr(load, name).assign(result_set=load.label) for load in content.loads
-                  if not getattr(load, name).empty]
+        frames = [
+            getattr(load, name).assign(result_set=load.label) for load in content.loads if not getattr(load, name).empty
+        ]
         if frames:
             tables[f"load_{name}"] = pd.concat(frames, ignore_index=True)
     if content.comparison is not None:

@@ -7,6 +7,7 @@ second. Everything derives from a seed, so a test can regenerate or read back ex
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,7 +124,7 @@ def write_load_run(folder: Path, spec: LoadSpec) -> Path:
     (folder / "samples").mkdir(parents=True, exist_ok=True)
     files = max(spec.processes, -(-spec.records // spec.rows_per_file))
     bounds = np.linspace(0, spec.records, files + 1).astype(np.int64)
-    for n, (first, last) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
+    for n, (first, last) in enumerate(itertools.pairwise(bounds)):
         pid = 1000 + n % spec.processes
         table = _ops_table(spec, rng, int(first), int(last - first), pid)
         pq.write_table(table, folder / "ops" / f"ops-{pid}-{n // spec.processes}.parquet")

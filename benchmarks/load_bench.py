@@ -1,0 +1,157 @@
+"""Prints how close `jetcheck load` (Locust + op log) comes to plain nats-py, and to `nats bench`, on one server.
+
+    /work/venv/bin/python benchmarks/load_bench.py [--duration 10] [--prefill 200000] [--nats PATH]
+
+1. publish: a raw nats-py `publish_async` loop (1000 in flight) vs `jetcheck load --scenario publish-async --max`
+   (one user, max in-flight 1000), both for --duration seconds; ratio target >= 0.9.
+2. pull consume: a raw `fetch(500)` + ack loop over a prefilled stream vs `jetcheck load --scenario pull-consume`.
+3. `nats bench js pub async` (if a natscli binary is given or on PATH) on the same server, side by side.
+Figures are msgs/s; the machine's other load makes them noisy, so each pair runs back to back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from nats.js.api import AckPolicy, ConsumerConfig, StorageType, StreamConfig
+
+from jetcheck.fixtures.binaries import DEFAULT_VERSION
+from jetcheck.fixtures.providers import provider_for
+from jetcheck.fixtures.target import Credentials, Target
+from jetcheck.load import cli as load_cli
+
+PAYLOAD = b"x" * 128
+INFLIGHT = 1000
+BATCH = 500
+
+
+async def raw_publish(target: Target, seconds: float) -> float:
+    nc = await target.connect()
+    js = nc.jetstream(publish_async_max_pending=INFLIGHT)
+    stream = "BENCH_RAW_PUB_" + secrets.token_hex(3)
+    await js.add_stream(StreamConfig(name=stream, subjects=[stream.lower() + ".>"], storage=StorageType.FILE))
+    subject = stream.lower() + ".x"
+    acked = 0
+
+    def count(future: asyncio.Future) -> None:
+        nonlocal acked
+        if not future.cancelled() and future.exception() is None:
+            acked += 1
+
+    start = time.monotonic()
+    deadline = start + seconds
+    while time.monotonic() < deadline:
+        for _ in range(100):
+            (await js.publish_async(subject, PAYLOAD)).add_done_callback(count)
+    await js.publish_async_completed()
+    elapsed = time.monotonic() - start
+    await js.delete_stream(stream)
+    await nc.close()
+    return acked / elapsed
+
+
+async def raw_pull(target: Target, prefill: int) -> float:
+    nc = await target.connect()
+    js = nc.jetstream(publish_async_max_pending=INFLIGHT)
+    stream = "BENCH_RAW_PULL_" + secrets.token_hex(3)
+    await js.add_stream(StreamConfig(name=stream, subjects=[stream.lower() + ".>"], storage=StorageType.FILE))
+    for _ in range(prefill):
+        await js.publish_async(stream.lower() + ".x", PAYLOAD)
+    await js.publish_async_completed()
+    await js.add_consumer(stream, ConsumerConfig(durable_name="RAW", ack_policy=AckPolicy.EXPLICIT,
+                                                 max_ack_pending=10_000))
+    sub = await js.pull_subscribe_bind("RAW", stream)
+    consumed = 0
+    start = time.monotonic()
+    while consumed < prefill:
+        for msg in await sub.fetch(BATCH, timeout=2):
+            await msg.ack()
+            consumed += 1
+    elapsed = time.monotonic() - start
+    await nc.flush()
+    await js.delete_stream(stream)
+    await nc.close()
+    return consumed / elapsed
+
+
+def jetcheck_rate(url: str, monitor: str, scenario: str, op: str, extra: list[str]) -> tuple[float, dict]:
+    out = Path(tempfile.mkdtemp(prefix="jetcheck-bench-"))
+    try:
+        rc = load_cli.main(["load", "--scenario", scenario, "--server", url, "--monitor", monitor,
+                            "--out", str(out), "--users", "1", *extra])
+        summary = json.loads((out / "summary.json").read_text())
+        if rc != 0:
+            print(f"  (jetcheck load exited {rc}: {summary['checks']})")
+        return summary["ops"][op]["rate_per_s"], summary["ops"][op]
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def nats_bench(nats: str, url: str, msgs: int) -> float | None:
+    stream = "BENCH_NATSCLI_" + secrets.token_hex(3)
+    cmd = [nats, "bench", "js", "pub", "async", stream.lower() + ".x", "-s", url, "--msgs", str(msgs),
+           "--size", "128", "--clients", "1", "--stream", stream, "--create", "--storage", "file", "--no-progress",
+           "--batch", str(INFLIGHT)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    subprocess.run([nats, "-s", url, "stream", "rm", "-f", stream], capture_output=True, timeout=60)
+    match = re.search(r"stats:\s+([\d,]+) msgs/sec", proc.stdout + proc.stderr)
+    if not match:
+        print("  nats bench output:", (proc.stdout + proc.stderr)[-500:])
+        return None
+    return float(match.group(1).replace(",", ""))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--prefill", type=int, default=200_000)
+    parser.add_argument("--nats", default=shutil.which("nats") or "", help="natscli binary for `nats bench`")
+    parser.add_argument("--server-version", default=DEFAULT_VERSION)
+    args = parser.parse_args()
+
+    provider = provider_for("local", args.server_version, Credentials())
+    target = provider.start()
+    monitor = target.process.monitor_url
+    try:
+        print(f"nats-server {args.server_version} at {target.url}; 128 B payloads, R1 file streams")
+        raw = asyncio.run(raw_publish(target, args.duration))
+        ours, detail = jetcheck_rate(target.url, monitor, "publish-async", "publish",
+                                     ["--max", "--duration", f"{args.duration:g}s", "--max-inflight", str(INFLIGHT)])
+        print(f"publish_async  raw nats-py {raw:>9,.0f} msg/s   jetcheck load {ours:>9,.0f} msg/s   "
+              f"ratio {ours / raw:.2f}")
+        print(f"               jetcheck service_us {detail['service_us']}")
+
+        raw = asyncio.run(raw_pull(target, args.prefill))
+        ours, detail = jetcheck_rate(target.url, monitor, "pull-consume", "consume",
+                                     ["--prefill", str(args.prefill), "--duration", f"{args.duration:g}s"])
+        print(f"pull fetch+ack raw nats-py {raw:>9,.0f} msg/s   jetcheck load {ours:>9,.0f} msg/s   "
+              f"ratio {ours / raw:.2f}")
+
+        if args.nats:
+            msgs = max(50_000, int(raw * args.duration))
+            theirs = nats_bench(args.nats, target.url, msgs)
+            ours, _ = jetcheck_rate(target.url, monitor, "publish-async", "publish",
+                                    ["--max", "--duration", f"{args.duration:g}s", "--max-inflight", str(INFLIGHT)])
+            shown = f"{theirs:>9,.0f}" if theirs else "  (failed)"
+            print(f"js pub async   nats bench  {shown} msg/s   jetcheck load {ours:>9,.0f} msg/s   "
+                  f"(nats bench: Go client, {msgs} msgs, batch {INFLIGHT})")
+        else:
+            print("nats bench: no natscli binary (pass --nats PATH; build: go install "
+                  "github.com/nats-io/natscli/nats@latest)")
+    finally:
+        provider.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,470 @@
+"""Key-Value buckets (ADR-8): the bucket stream, compare-and-set writes, deletes, purges, keys, watchers, status.
+
+Checks named `wire` drive the server through the documented protocol (publishes with headers, raw API requests) on
+a bucket stream created exactly as ADR-8 lists it; checks named `client` exercise nats-py's KV API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+
+import nats.js.errors
+import pytest
+from jetcheck.conformance.jsapi import NS, ApiError, api, purge
+
+pytestmark = pytest.mark.asyncio
+
+WATCH_TIMEOUT_S = 2.0
+EXPECTED_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
+KV_OPERATION = "KV-Operation"
+TWO_MINUTES_NS = 120 * NS
+
+
+# --- helpers -----------------------------------------------------------------------------------------------------
+
+
+async def adr8_bucket(nc, bucket: str, history: int = 1) -> str:
+    """The bucket stream exactly as ADR-8's Buckets section lists it; returns the stream name."""
+    stream = f"KV_{bucket}"
+    config = {
+        "name": stream,
+        "subjects": [f"$KV.{bucket}.>"],
+        "retention": "limits",
+        "max_consumers": -1,
+        "max_msgs_per_subject": history,
+        "max_msgs": -1,
+        "max_bytes": -1,
+        "max_age": 0,
+        "max_msg_size": -1,
+        "storage": "file",
+        "discard": "new",
+        "num_replicas": 1,
+        "rollup_hdrs": True,
+        "allow_rollup_hdrs": True,
+        "deny_delete": True,
+        "allow_direct": True,
+    }
+    await api(nc, f"$JS.API.STREAM.CREATE.{stream}", config)
+    return stream
+
+
+async def publish_raw(nc, subject: str, payload: bytes = b"", headers: dict[str, str] | None = None) -> dict:
+    """Publish as a request and return the PubAck (or error) JSON exactly as the server answered."""
+    reply = await nc.request(subject, payload, timeout=5, headers=headers)
+    return json.loads(reply.data)
+
+
+def _parse_headers(raw: str) -> dict[str, str]:
+    lines = raw.split("\r\n")[1:]  # the first line is NATS/1.0
+    return {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in lines if ":" in line)}
+
+
+async def subject_messages(nc, stream: str, subject: str) -> list[tuple[int, bytes, dict[str, str]]]:
+    """(seq, payload, headers) of every message the stream holds on `subject`, in order (raw MSG.GET)."""
+    found, seq = [], 0
+    while True:
+        try:
+            data = await api(nc, f"$JS.API.STREAM.MSG.GET.{stream}", {"seq": seq + 1, "next_by_subj": subject})
+        except ApiError as exc:
+            if exc.err_code == 10037:  # no message found
+                return found
+            raise
+        message = data["message"]
+        seq = message["seq"]
+        headers = _parse_headers(base64.b64decode(message.get("hdrs") or b"").decode())
+        found.append((seq, base64.b64decode(message.get("data") or b""), headers))
+
+
+async def watched(watcher, count: int | None = None) -> list:
+    """Entries up to and including the end-of-initial-data None (or `count` entries); a missing one fails."""
+    entries: list = []
+    while True:
+        try:
+            entry = await watcher.updates(timeout=WATCH_TIMEOUT_S)
+        except nats.errors.TimeoutError:
+            seen = [_show(e) for e in entries]
+            pytest.fail(f"watch stalled after {seen}: no further entry within {WATCH_TIMEOUT_S}s")
+        entries.append(entry)
+        if (count is None and entry is None) or (count is not None and len(entries) == count):
+            return entries
+
+
+def _show(entry) -> str:
+    if entry is None:
+        return "<end of initial data>"
+    return f"{entry.key}@{entry.revision}:{entry.operation or 'PUT'}={entry.value!r}"
+
+
+@pytest.fixture
+def bucket(names):
+    return names.bucket()
+
+
+async def _client_kv(js, bucket: str, **config):
+    return await js.create_key_value(bucket=bucket, **config)
+
+
+# --- the bucket stream -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.rule("kv.bucket-stream")
+async def test_bucket_is_a_kv_stream_on_its_subjects(js, nc, bucket):
+    """create_key_value makes KV_<b> on $KV.<b>.> with history, discard new, rollup, deny_delete, file storage."""
+    await _client_kv(js, bucket, history=5)
+    config = (await api(nc, f"$JS.API.STREAM.INFO.KV_{bucket}"))["config"]
+    got = {k: config.get(k) for k in ("subjects", "max_msgs_per_subject", "max_msgs", "discard", "storage")}
+    got |= {k: config.get(k) for k in ("allow_rollup_hdrs", "deny_delete")}
+    expected = {
+        "subjects": [f"$KV.{bucket}.>"],
+        "max_msgs_per_subject": 5,
+        "max_msgs": -1,
+        "discard": "new",
+        "storage": "file",
+        "allow_rollup_hdrs": True,
+        "deny_delete": True,
+    }
+    assert got == expected, f"bucket stream differs from ADR-8: {got}"
+
+
+@pytest.mark.rule("kv.bucket-allow-direct")
+async def test_bucket_stream_allows_direct_gets(js, nc, bucket, observe):
+    """A bucket created with the client's defaults has allow_direct true."""
+    kv = await _client_kv(js, bucket)
+    config = (await api(nc, f"$JS.API.STREAM.INFO.KV_{bucket}"))["config"]
+    observe("allow_direct", config.get("allow_direct"))
+    assert config.get("allow_direct") is True, (
+        f"ADR-8: 'Allow Direct is always set to true'; nats-py create_key_value left allow_direct="
+        f"{config.get('allow_direct')} (it sends KeyValueConfig.direct, default None), so gets use "
+        f"STREAM.MSG.GET (direct={kv._direct})"
+    )
+
+
+@pytest.mark.rule("kv.ttl-duplicate-window")
+@pytest.mark.parametrize(("ttl_s", "window_ns"), [(30, 30 * NS), (600, TWO_MINUTES_NS)], ids=["30s", "10min"])
+async def test_bucket_duplicate_window_follows_the_ttl(js, nc, names, ttl_s, window_ns):
+    """A TTL up to 2 minutes becomes the duplicate window; a longer TTL gets 2 minutes."""
+    bucket = names.bucket()
+    await _client_kv(js, bucket, ttl=ttl_s)
+    config = (await api(nc, f"$JS.API.STREAM.INFO.KV_{bucket}"))["config"]
+    assert (config["max_age"], config["duplicate_window"]) == (ttl_s * NS, window_ns)
+
+
+@pytest.mark.rule("kv.history-bounds")
+async def test_history_is_between_1_and_64(js, nc, names, observe):
+    """History 64 is accepted, 65 refused without a stream, and below 1 never yields unlimited history."""
+    await _client_kv(js, names.bucket(), history=64)
+    too_large = names.bucket()
+    with pytest.raises(nats.js.errors.KeyHistoryTooLargeError):
+        await _client_kv(js, too_large, history=65)
+    with pytest.raises(ApiError) as missing:
+        await api(nc, f"$JS.API.STREAM.INFO.KV_{too_large}")
+    assert missing.value.err_code == 10059, "history 65 must be refused before the stream is created"
+    zero = names.bucket()
+    try:
+        await _client_kv(js, zero, history=0)
+    except nats.js.errors.Error as refused:
+        observe("history_0", f"refused: {type(refused).__name__}")
+        return
+    per_subject = (await api(nc, f"$JS.API.STREAM.INFO.KV_{zero}"))["config"]["max_msgs_per_subject"]
+    observe("history_0", f"max_msgs_per_subject={per_subject}")
+    assert per_subject == 1, (
+        f"ADR-8: 'The minimum allowed size is 1'; nats-py create_key_value(history=0) made a bucket with "
+        f"max_msgs_per_subject={per_subject} (unlimited history), which js.key_value() then refuses to bind"
+    )
+
+
+@pytest.mark.rule("kv.history-kept")
+async def test_history_keeps_the_newest_revisions_per_key(js, nc, bucket):
+    """With history 3, five puts to a key leave its 3 newest revisions; another key keeps its own."""
+    kv = await _client_kv(js, bucket, history=3)
+    await kv.put("other", b"o")
+    revisions = [await kv.put("k", str(i).encode()) for i in range(5)]
+    kept = await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.k")
+    assert [seq for seq, _, _ in kept] == revisions[-3:], f"kept {kept}, puts were revisions {revisions}"
+    assert len(await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.other")) == 1
+    history = await asyncio.wait_for(kv.history("k"), WATCH_TIMEOUT_S)
+    assert [(e.revision, e.value) for e in history] == list(zip(revisions[-3:], [b"2", b"3", b"4"], strict=True))
+
+
+# --- writes and reads --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.rule("kv.put-get")
+async def test_put_returns_the_revision_and_get_the_latest_entry(js, nc, bucket):
+    """put returns the stored message's stream sequence; get returns the latest value with key and revision."""
+    kv = await _client_kv(js, bucket, history=2)
+    first = await kv.put("a.b", b"1")
+    await kv.put("c", b"x")
+    latest = await kv.put("a.b", b"2")
+    stored = await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.a.b")
+    assert [seq for seq, _, _ in stored] == [first, latest] == [1, 3]
+    entry = await kv.get("a.b")
+    assert (entry.bucket, entry.key, entry.value, entry.revision) == (bucket, "a.b", b"2", latest)
+
+
+@pytest.mark.rule("kv.create-wire")
+async def test_expected_subject_sequence_zero_creates_only_a_new_key(nc, bucket):
+    """Expected-Last-Subject-Sequence 0 stores a new key; on a key with a value it is refused with 10071."""
+    stream = await adr8_bucket(nc, bucket)
+    subject = f"$KV.{bucket}.k"
+    created = await publish_raw(nc, subject, b"v1", {EXPECTED_SUBJECT_SEQ: "0"})
+    assert "error" not in created and created["seq"] == 1, f"create of a new key refused: {created}"
+    again = await publish_raw(nc, subject, b"v2", {EXPECTED_SUBJECT_SEQ: "0"})
+    error = again.get("error")
+    assert error == {"code": 400, "err_code": 10071, "description": "wrong last sequence: 1"}, f"got {again}"
+    assert [p for _, p, _ in await subject_messages(nc, stream, subject)] == [b"v1"]
+
+
+@pytest.mark.rule("kv.create-purge-aware")
+async def test_create_is_accepted_again_after_the_key_is_purged_from_the_stream(nc, bucket):
+    """Once a key's messages are purged from the stream, Expected-Last-Subject-Sequence 0 is accepted again."""
+    stream = await adr8_bucket(nc, bucket)
+    subject = f"$KV.{bucket}.k"
+    await publish_raw(nc, subject, b"v1")
+    await purge(nc, stream, filter=subject)
+    again = await publish_raw(nc, subject, b"v2", {EXPECTED_SUBJECT_SEQ: "0"})
+    assert "error" not in again and again["seq"] == 2, f"create after the purge refused: {again}"
+
+
+@pytest.mark.rule("kv.create-client")
+async def test_client_create_refuses_a_live_key_and_recreates_a_deleted_one(js, bucket):
+    """create stores a new key, refuses one with a value, and recreates one deleted or purged."""
+    kv = await _client_kv(js, bucket, history=5)
+    first = await kv.create("k", b"v1")
+    with pytest.raises(nats.js.errors.KeyWrongLastSequenceError):
+        await kv.create("k", b"v2")
+    assert (await kv.get("k")).value == b"v1"
+    await kv.delete("k")
+    after_delete = await kv.create("k", b"v3")
+    assert after_delete > first and (await kv.get("k")).revision == after_delete
+    await kv.purge("k")
+    after_purge = await kv.create("k", b"v4")
+    assert after_purge > after_delete and (await kv.get("k")).value == b"v4"
+
+
+@pytest.mark.rule("kv.update-wire")
+async def test_expected_subject_sequence_is_a_compare_and_set(nc, bucket):
+    """The key's last revision in Expected-Last-Subject-Sequence stores; a stale one is refused with 10071."""
+    stream = await adr8_bucket(nc, bucket, history=5)
+    subject = f"$KV.{bucket}.k"
+    await publish_raw(nc, f"$KV.{bucket}.other", b"o")
+    first = (await publish_raw(nc, subject, b"v1"))["seq"]
+    updated = await publish_raw(nc, subject, b"v2", {EXPECTED_SUBJECT_SEQ: str(first)})
+    assert "error" not in updated and updated["seq"] == 3, f"update with the current revision refused: {updated}"
+    stale = await publish_raw(nc, subject, b"v3", {EXPECTED_SUBJECT_SEQ: str(first)})
+    assert stale.get("error") == {"code": 400, "err_code": 10071, "description": "wrong last sequence: 3"}, stale
+    assert [p for _, p, _ in await subject_messages(nc, stream, subject)] == [b"v1", b"v2"]
+
+
+@pytest.mark.rule("kv.update-client")
+async def test_client_update_is_compare_and_set_on_the_revision(js, bucket):
+    """update with the current revision returns the next one; a stale revision raises and changes nothing."""
+    kv = await _client_kv(js, bucket, history=5)
+    first = await kv.put("k", b"v1")
+    second = await kv.update("k", b"v2", last=first)
+    assert second > first
+    with pytest.raises(nats.js.errors.KeyWrongLastSequenceError):
+        await kv.update("k", b"v3", last=first)
+    entry = await kv.get("k")
+    assert (entry.value, entry.revision) == (b"v2", second)
+
+
+@pytest.mark.rule("kv.delete-marker")
+async def test_delete_stores_a_del_marker_and_keeps_history(js, nc, bucket):
+    """delete stores an empty KV-Operation: DEL message, keeps earlier revisions, and get then finds nothing."""
+    kv = await _client_kv(js, bucket, history=5)
+    await kv.put("k", b"v1")
+    await kv.put("k", b"v2")
+    await kv.delete("k")
+    stored = await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.k")
+    assert [p for _, p, _ in stored] == [b"v1", b"v2", b""], f"history not kept: {stored}"
+    assert stored[-1][2].get(KV_OPERATION) == "DEL", f"delete marker headers: {stored[-1][2]}"
+    with pytest.raises(nats.js.errors.KeyNotFoundError):
+        await kv.get("k")
+
+
+@pytest.mark.rule("kv.purge-marker")
+async def test_purge_leaves_only_the_purge_marker(js, nc, bucket):
+    """purge stores KV-Operation: PURGE with Nats-Rollup: sub; it is then the key's only message."""
+    kv = await _client_kv(js, bucket, history=5)
+    await kv.put("k", b"v1")
+    await kv.put("k", b"v2")
+    await kv.put("other", b"o")
+    await kv.purge("k")
+    stored = await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.k")
+    assert len(stored) == 1 and stored[0][1] == b"", f"purge left {stored}"
+    headers = stored[0][2]
+    assert (headers.get(KV_OPERATION), headers.get("Nats-Rollup")) == ("PURGE", "sub"), f"marker: {headers}"
+    assert len(await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.other")) == 1
+    with pytest.raises(nats.js.errors.KeyNotFoundError):
+        await kv.get("k")
+
+
+@pytest.mark.rule("kv.get-missing")
+async def test_get_of_a_missing_key_raises_not_found(js, bucket):
+    """get of a key never written raises KeyNotFoundError."""
+    kv = await _client_kv(js, bucket)
+    await kv.put("present", b"x")
+    with pytest.raises(nats.js.errors.KeyNotFoundError):
+        await kv.get("absent")
+
+
+@pytest.mark.rule("kv.deny-delete")
+async def test_bucket_stream_refuses_message_delete(nc, bucket):
+    """The message delete API on the bucket stream is refused with 500/10057."""
+    stream = await adr8_bucket(nc, bucket)
+    await publish_raw(nc, f"$KV.{bucket}.k", b"v")
+    with pytest.raises(ApiError) as refused:
+        await api(nc, f"$JS.API.STREAM.MSG.DELETE.{stream}", {"seq": 1})
+    assert (refused.value.code, refused.value.err_code, refused.value.description) == (
+        500,
+        10057,
+        "message delete not permitted",
+    )
+    assert len(await subject_messages(nc, stream, f"$KV.{bucket}.k")) == 1
+
+
+@pytest.mark.rule("kv.direct-get")
+async def test_direct_get_answers_the_latest_message_of_a_key(nc, bucket):
+    """DIRECT.GET.KV_b.$KV.b.<key> answers the key's latest value with stream, subject and sequence headers."""
+    stream = await adr8_bucket(nc, bucket, history=3)
+    await publish_raw(nc, f"$KV.{bucket}.k", b"v1")
+    await publish_raw(nc, f"$KV.{bucket}.other", b"o")
+    last = (await publish_raw(nc, f"$KV.{bucket}.k", b"v2"))["seq"]
+    reply = await nc.request(f"$JS.API.DIRECT.GET.{stream}.$KV.{bucket}.k", b"", timeout=5)
+    headers = reply.headers or {}
+    got = (headers.get("Nats-Stream"), headers.get("Nats-Subject"), headers.get("Nats-Sequence"), reply.data)
+    assert got == (stream, f"$KV.{bucket}.k", str(last), b"v2"), f"direct get answered {headers} {reply.data!r}"
+
+
+# --- keys, watchers, status --------------------------------------------------------------------------------------
+
+
+@pytest.mark.rule("kv.keys")
+async def test_keys_lists_live_keys_only(js, bucket):
+    """keys() lists keys whose latest entry is a value; deleted and purged keys are left out."""
+    kv = await _client_kv(js, bucket, history=3)
+    for key in ("a", "b.c", "d", "e"):
+        await kv.put(key, b"v")
+    await kv.put("a", b"again")
+    await kv.delete("d")
+    await kv.purge("e")
+    keys = await asyncio.wait_for(kv.keys(), WATCH_TIMEOUT_S)
+    assert sorted(keys) == ["a", "b.c"]
+
+
+@pytest.mark.rule("kv.watch-initial-then-updates")
+async def test_watch_sends_latest_entries_then_end_of_data_then_updates(js, bucket):
+    """A watch yields each key's latest entry (deletes included), then None, then later changes."""
+    kv = await _client_kv(js, bucket, history=5)
+    await kv.put("a", b"1")
+    await kv.put("a", b"2")
+    await kv.put("b", b"x")
+    await kv.delete("b")
+    watcher = await kv.watchall()
+    try:
+        initial = await watched(watcher)
+        assert [_show(e) for e in initial] == ["a@2:PUT=b'2'", "b@4:DEL=b''", "<end of initial data>"]
+        await kv.put("c", b"new")
+        await kv.purge("a")
+        later = await watched(watcher, count=2)
+        assert [_show(e) for e in later] == ["c@5:PUT=b'new'", "a@6:PURGE=b''"]
+    finally:
+        await watcher.stop()
+
+
+@pytest.mark.rule("kv.watch-eod-empty")
+async def test_watch_of_nothing_sends_end_of_data(js, bucket):
+    """A watch on an empty bucket, and on an empty range of a filled one, first sends the end-of-data signal."""
+    kv = await _client_kv(js, bucket)
+    empty = await kv.watchall()
+    try:
+        assert await watched(empty) == [None]
+    finally:
+        await empty.stop()
+    await kv.put("a", b"1")
+    none_match = await kv.watch("z.>")
+    try:
+        assert await watched(none_match) == [None]
+    finally:
+        await none_match.stop()
+
+
+@pytest.mark.rule("kv.watch-key-filter")
+async def test_watch_on_a_range_sees_only_its_keys(js, bucket):
+    """watch('x.*') yields only keys under x., before and after the end-of-data signal."""
+    kv = await _client_kv(js, bucket)
+    await kv.put("x.1", b"a")
+    await kv.put("y.1", b"b")
+    watcher = await kv.watch("x.*")
+    try:
+        assert [_show(e) for e in await watched(watcher)] == ["x.1@1:PUT=b'a'", "<end of initial data>"]
+        await kv.put("y.2", b"c")
+        await kv.put("x.2", b"d")
+        assert [_show(e) for e in await watched(watcher, count=1)] == ["x.2@4:PUT=b'd'"]
+    finally:
+        await watcher.stop()
+
+
+@pytest.mark.rule("kv.watch-include-history")
+async def test_watch_with_history_sends_every_retained_revision(js, bucket):
+    """include_history yields every retained revision of each key in order, then None."""
+    kv = await _client_kv(js, bucket, history=2)
+    for value in (b"1", b"2", b"3"):
+        await kv.put("a", value)
+    await kv.put("b", b"x")
+    watcher = await kv.watchall(include_history=True)
+    try:
+        shown = [_show(e) for e in await watched(watcher)]
+        assert shown == ["a@2:PUT=b'2'", "a@3:PUT=b'3'", "b@4:PUT=b'x'", "<end of initial data>"]
+    finally:
+        await watcher.stop()
+
+
+@pytest.mark.rule("kv.watch-ignore-deletes")
+async def test_watch_ignoring_deletes_sends_only_values(js, bucket):
+    """ignore_deletes leaves out deleted and purged keys, and still ends the initial data with None."""
+    kv = await _client_kv(js, bucket)
+    await kv.put("a", b"1")
+    await kv.put("b", b"2")
+    await kv.delete("b")
+    await kv.put("c", b"3")
+    await kv.purge("c")
+    watcher = await kv.watchall(ignore_deletes=True)
+    try:
+        assert [_show(e) for e in await watched(watcher)] == ["a@1:PUT=b'1'", "<end of initial data>"]
+        await kv.delete("a")
+        await kv.put("d", b"4")
+        assert [_show(e) for e in await watched(watcher, count=1)] == ["d@7:PUT=b'4'"]
+    finally:
+        await watcher.stop()
+
+
+@pytest.mark.rule("kv.watch-updates-only")
+async def test_watch_updates_only_sends_only_later_changes(js, bucket):
+    """An UpdatesOnly watch sends the end-of-data signal at once, then only changes after it started."""
+    kv = await _client_kv(js, bucket)
+    await kv.put("a", b"old")
+    try:
+        watcher = await kv.watchall(updates_only=True)
+    except TypeError as missing:
+        pytest.fail(f"ADR-8 lists UpdatesOnly among the watch options every client should offer; nats-py: {missing}")
+    try:
+        assert await watched(watcher, count=1) == [None]
+        await kv.put("b", b"new")
+        assert [_show(e) for e in await watched(watcher, count=1)] == ["b@2:PUT=b'new'"]
+    finally:
+        await watcher.stop()
+
+
+@pytest.mark.rule("kv.status")
+async def test_status_reports_bucket_values_history_and_ttl(js, bucket):
+    """status() gives the bucket name, the message count with history, the history and the TTL."""
+    kv = await _client_kv(js, bucket, history=3, ttl=60)
+    for value in (b"1", b"2"):
+        await kv.put("a", value)
+    await kv.put("b", b"x")
+    status = await kv.status()
+    assert (status.bucket, status.values, status.history, status.ttl) == (bucket, 3, 3, 60)

@@ -1,0 +1,173 @@
+"""The client-adapter interface: what a client under test must offer the client-side scenarios.
+
+A scenario never touches a client library directly; it asks an adapter for a session (one connection) and, from
+it, an ordered subscription, a push subscription with idle heartbeats or a pull fetch. Everything the client
+delivers arrives as a `Delivery`; everything it reports (errors, warnings, missed heartbeats) as a `ClientEvent`
+in the session's `EventLog`, so the same scenario can certify another client later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from jetcheck.fixtures.target import Credentials
+
+# Event kinds an adapter maps its client's reports onto.
+MISSED_HEARTBEAT = "missed-heartbeat"  # the client said heartbeats stopped arriving (ADR-37: a warning)
+SEQUENCE_MISMATCH = "sequence-mismatch"  # the client said a heartbeat showed a consumer sequence gap
+TERMINAL = "terminal"  # the client ended the subscription or consumption
+ERROR = "error"  # anything else the client reported
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One message as the client handed it to the application."""
+
+    stream_seq: int
+    consumer_seq: int
+    subject: str
+    payload: bytes
+    consumer: str  # the consumer that delivered it, from the message's ack subject
+    at: float  # event-loop time it reached the application
+
+
+@dataclass(frozen=True)
+class ClientEvent:
+    kind: str
+    detail: str
+    at: float  # event-loop time
+
+
+@dataclass(frozen=True)
+class StartPolicy:
+    """Where an ordered consumer starts: all, by_start_sequence (seq), by_start_time (time), last_per_subject."""
+
+    deliver_policy: str = "all"
+    seq: int | None = None
+    time: dt.datetime | None = None
+
+
+@dataclass(frozen=True)
+class Documented:
+    """What the client documents about the behaviours the scenarios look at (recorded next to each finding)."""
+
+    ordered_idle_heartbeat_s: float  # the ordered consumer's heartbeat when the application sets none
+    missed_heartbeats: str  # how the client tells the application that heartbeats stopped ("" when it does not)
+
+
+class EventLog:
+    """What the client reported, in order; scenarios await a kind instead of sleeping."""
+
+    def __init__(self) -> None:
+        self.events: list[ClientEvent] = []
+        self._changed = asyncio.Event()
+
+    def add(self, kind: str, detail: str) -> None:
+        self.events.append(ClientEvent(kind, detail, asyncio.get_running_loop().time()))
+        self._changed.set()
+
+    def of(self, kind: str, since: float = 0.0) -> list[ClientEvent]:
+        return [e for e in self.events if e.kind == kind and e.at >= since]
+
+    async def wait_for(self, kind: str, since: float, timeout: float) -> ClientEvent | None:
+        """The first event of `kind` at or after `since`, waiting up to `timeout`; None if none came."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            found = self.of(kind, since)
+            if found:
+                return found[0]
+            left = deadline - loop.time()
+            if left <= 0:
+                return None
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), left)
+            except TimeoutError:
+                return None
+
+
+@dataclass
+class Inbox:
+    """Deliveries in arrival order; `next()` waits for the next one."""
+
+    deliveries: list[Delivery] = field(default_factory=list)
+    _queue: asyncio.Queue = field(default_factory=asyncio.Queue)
+
+    def put(self, delivery: Delivery) -> None:
+        self.deliveries.append(delivery)
+        self._queue.put_nowait(delivery)
+
+    async def next(self, timeout: float) -> Delivery:
+        """The next delivery; TimeoutError when none arrives within `timeout`."""
+        return await asyncio.wait_for(self._queue.get(), timeout)
+
+    async def until(self, count: int, timeout: float) -> list[Delivery]:
+        """Wait until `count` deliveries arrived in all (or `timeout` passed); returns all of them."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while len(self.deliveries) < count:
+            left = deadline - loop.time()
+            if left <= 0:
+                break
+            try:
+                await self.next(left)
+            except TimeoutError:
+                break
+        return list(self.deliveries)
+
+
+class Subscription(Protocol):
+    inbox: Inbox
+
+    async def stop(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class FetchOutcome:
+    deliveries: list[Delivery]
+    error: ClientEvent | None  # how the fetch ended when it did not end with messages
+    took_s: float
+
+
+class ClientSession(Protocol):
+    """One connection of the client under test."""
+
+    events: EventLog
+
+    async def ordered(
+        self,
+        stream: str,
+        subject: str,
+        *,
+        idle_heartbeat: float | None = None,
+        start: StartPolicy | None = None,
+        inactive_threshold: float | None = None,
+    ) -> Subscription:
+        """An ordered consumer (ADR-17) on `subject` of `stream`, delivering into its inbox."""
+        ...
+
+    async def push(self, stream: str, subject: str, *, idle_heartbeat: float) -> Subscription:
+        """A plain push consumer with idle heartbeats (the client's continuous consumption)."""
+        ...
+
+    async def fetch(
+        self, stream: str, consumer: str, *, batch: int, expires: float, idle_heartbeat: float | None
+    ) -> FetchOutcome:
+        """One pull fetch on an existing pull consumer."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class ClientAdapter(Protocol):
+    name: str
+    version: str
+    documented: Documented
+
+    async def connect(self, url: str, credentials: Credentials, *, reconnect_wait: float = 0.1) -> ClientSession:
+        """A session through `url`, reconnecting forever every `reconnect_wait` seconds."""
+        ...

@@ -1,0 +1,147 @@
+"""The nats-py (legacy JetStream API, nats.js) implementation of the client adapter."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from importlib import metadata
+
+import nats.errors
+import nats.js.errors
+from jetcheck.fixtures.target import Credentials, Target
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.js import api
+
+from .base import (
+    ERROR,
+    SEQUENCE_MISMATCH,
+    ClientEvent,
+    Delivery,
+    Documented,
+    EventLog,
+    FetchOutcome,
+    Inbox,
+    StartPolicy,
+)
+
+# nats.js.client.JetStreamContext.subscribe: an ordered consumer gets idle_heartbeat 5 s unless one is given.
+DOCUMENTED = Documented(
+    ordered_idle_heartbeat_s=5.0,
+    missed_heartbeats="",  # nats-py has no missed-heartbeat error: ordered subscriptions reset, others stay silent
+)
+
+
+def delivery(msg: Msg) -> Delivery:
+    meta = msg.metadata
+    return Delivery(
+        stream_seq=meta.sequence.stream,
+        consumer_seq=meta.sequence.consumer,
+        subject=msg.subject,
+        payload=msg.data,
+        consumer=meta.consumer,
+        at=asyncio.get_running_loop().time(),
+    )
+
+
+class NatsPySubscription:
+    def __init__(self, sub) -> None:
+        self.sub = sub
+        self.inbox = Inbox()
+
+    async def on_msg(self, msg: Msg) -> None:
+        self.inbox.put(delivery(msg))
+
+    async def stop(self) -> None:
+        with contextlib.suppress(nats.errors.Error):  # the connection is already gone: nothing left to stop
+            await self.sub.unsubscribe()
+
+
+class NatsPySession:
+    def __init__(self) -> None:
+        self.events = EventLog()
+        self.nc: Client | None = None
+        self.subscriptions: list[NatsPySubscription] = []
+
+    async def on_error(self, exc: Exception) -> None:
+        kind = SEQUENCE_MISMATCH if isinstance(exc, nats.js.errors.ConsumerSequenceMismatchError) else ERROR
+        self.events.add(kind, f"{type(exc).__name__}: {exc}")
+
+    @property
+    def js(self):
+        assert self.nc is not None
+        return self.nc.jetstream()
+
+    async def ordered(
+        self,
+        stream: str,
+        subject: str,
+        *,
+        idle_heartbeat: float | None = None,
+        start: StartPolicy | None = None,
+        inactive_threshold: float | None = None,
+    ) -> NatsPySubscription:
+        start = start or StartPolicy()
+        config = api.ConsumerConfig(
+            deliver_policy=api.DeliverPolicy(start.deliver_policy),
+            opt_start_seq=start.seq,
+            opt_start_time=start.time,
+        )
+        return await self._subscribe(
+            stream,
+            subject,
+            config=config,
+            ordered_consumer=True,
+            idle_heartbeat=idle_heartbeat,
+            inactive_threshold=inactive_threshold,
+        )
+
+    async def push(self, stream: str, subject: str, *, idle_heartbeat: float) -> NatsPySubscription:
+        config = api.ConsumerConfig(ack_policy=api.AckPolicy.NONE)
+        return await self._subscribe(stream, subject, config=config, idle_heartbeat=idle_heartbeat)
+
+    async def _subscribe(self, stream: str, subject: str, **options) -> NatsPySubscription:
+        holder = NatsPySubscription(None)
+        holder.sub = await self.js.subscribe(subject, stream=stream, cb=holder.on_msg, **options)
+        self.subscriptions.append(holder)
+        return holder
+
+    async def fetch(
+        self, stream: str, consumer: str, *, batch: int, expires: float, idle_heartbeat: float | None
+    ) -> FetchOutcome:
+        sub = await self.js.pull_subscribe_bind(consumer, stream=stream)
+        started = time.monotonic()
+        try:
+            msgs = await sub.fetch(batch, timeout=expires, heartbeat=idle_heartbeat)
+            return FetchOutcome([delivery(m) for m in msgs], None, time.monotonic() - started)
+        except (nats.errors.TimeoutError, nats.js.errors.APIError) as exc:
+            event = ClientEvent(ERROR, f"{type(exc).__name__}: {exc}", asyncio.get_running_loop().time())
+            return FetchOutcome([], event, time.monotonic() - started)
+        finally:
+            await sub.unsubscribe()
+
+    async def close(self) -> None:
+        if self.nc is not None and not self.nc.is_closed:
+            for sub in self.subscriptions:
+                await sub.stop()
+            await self.nc.close()
+
+
+class NatsPyAdapter:
+    name = "nats-py"
+    documented = DOCUMENTED
+
+    def __init__(self) -> None:
+        self.version = metadata.version("nats-py")
+
+    async def connect(self, url: str, credentials: Credentials, *, reconnect_wait: float = 0.1) -> NatsPySession:
+        session = NatsPySession()
+        session.nc = await Target(url=url, credentials=credentials).connect(
+            url,
+            allow_reconnect=True,
+            max_reconnect_attempts=-1,
+            reconnect_time_wait=reconnect_wait,
+            error_cb=session.on_error,
+        )
+        return session

@@ -1,0 +1,3 @@
+"""Client variants for the suite's own proofs."""
+
+VARIANTS: dict = {}

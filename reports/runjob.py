@@ -1,0 +1,191 @@
+"""`jetcheck run`: certify against the embedded server, a short load session, then the report, in one folder.
+
+Each step is a subprocess of this interpreter (`python -m jetcheck.cli ...`) whose output goes to RUN/logs/, so the
+terminal shows a progress display instead: one line per step, refreshed with the elapsed time and the step's
+latest output line when the terminal is interactive.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from jetcheck.reports.build import build_report
+from jetcheck.reports.inputs import CERTIFY_DIR, LOAD_DIR, LOAD_FILE, REPORT_DIR
+
+from jetcheck.config import ConfigError
+from jetcheck.records import RESULTS_FILE
+
+LOAD_DURATION = "20s"
+LOAD_SCENARIO = "mixed"
+EXIT_OK, EXIT_MUST_FAILED, EXIT_STEP_FAILED = 0, 1, 3
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    argv: list[str]
+    produces: Path  # the step counts as done only if this exists afterwards
+    timeout_s: float
+
+
+def default_steps(run_dir: Path, server_version: str | None = None) -> list[Step]:
+    cli = [sys.executable, "-m", "jetcheck.cli"]
+    version = ["--server-version", server_version] if server_version else []
+    return [
+        Step(
+            "certify",
+            [*cli, "certify", "--out", str(run_dir / CERTIFY_DIR), *version],
+            run_dir / CERTIFY_DIR / RESULTS_FILE,
+            1800,
+        ),
+        Step(
+            "load",
+            [
+                *cli,
+                "load",
+                "--scenario",
+                LOAD_SCENARIO,
+                "--duration",
+                LOAD_DURATION,
+                "--out",
+                str(run_dir / LOAD_DIR),
+                *version,
+            ],
+            run_dir / LOAD_DIR / LOAD_FILE,
+            300,
+        ),
+    ]
+
+
+class Progress:
+    """One line per step: `[n/N] name ... done in 12.3 s`; live elapsed time and last output line on a TTY."""
+
+    def __init__(self, total: int, stream: TextIO):
+        self.total, self.stream = total, stream
+        self.live = stream.isatty()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, index: int, name: str, log: Path | None = None) -> float:
+        self._prefix = f"[{index}/{self.total}] {name:<8}"
+        started = time.monotonic()
+        if self.live:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._refresh, args=(started, log), daemon=True)
+            self._thread.start()
+        else:
+            print(f"{self._prefix} ...", file=self.stream, flush=True)
+        return started
+
+    def _refresh(self, started: float, log: Path | None) -> None:
+        width = 100
+        while not self._stop.wait(0.5):
+            last = _last_line(log) if log else ""
+            line = f"{self._prefix} {time.monotonic() - started:6.1f} s  {last}"[:width]
+            self.stream.write("\r" + line.ljust(width))
+            self.stream.flush()
+
+    def finish(self, started: float, outcome: str) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+            self.stream.write("\r" + " " * 100 + "\r")
+        print(f"{self._prefix} {outcome} in {time.monotonic() - started:.1f} s", file=self.stream, flush=True)
+
+
+def _last_line(log: Path) -> str:
+    try:
+        with open(log, "rb") as fh:
+            fh.seek(max(0, os.path.getsize(log) - 400))
+            lines = [line for line in fh.read().decode("utf-8", "replace").splitlines() if line.strip()]
+    except OSError:
+        return ""
+    return lines[-1].strip() if lines else ""
+
+
+def _tail(log: Path, count: int = 15) -> str:
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join("    " + line for line in lines[-count:])
+
+
+def run_step(step: Step, log: Path) -> tuple[bool, str]:
+    """Run one step with its output in `log`; (completed, outcome text). Completed = produced its output."""
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            step.argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+        try:
+            code = process.wait(timeout=step.timeout_s)
+        except subprocess.TimeoutExpired:
+            # the step runs in its own session: stop it and whatever it started (a server, Locust workers)
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+            return False, f"timed out after {step.timeout_s:.0f} s"
+    produced = step.produces.exists()
+    if not produced:
+        return False, f"failed (exit {code}, no {step.produces.name})"
+    return True, "done" if code == 0 else f"done (exit {code})"
+
+
+def default_run_dir() -> Path:
+    return Path(dt.datetime.now().strftime("jetcheck-run-%Y%m%d-%H%M%S"))
+
+
+def main_job(
+    out: Path | None,
+    server_version: str | None,
+    master: str | None = None,
+    steps: list[Step] | None = None,
+    stream: TextIO | None = None,
+) -> int:
+    """Certify, load, report into one run folder; print index.html's path. Exit 1 on a MUST failure."""
+    stream = stream or sys.stderr
+    run_dir = Path(out) if out else default_run_dir()
+    if (run_dir / CERTIFY_DIR).exists() or (run_dir / LOAD_DIR).exists():
+        raise ConfigError(f"--out {run_dir} already holds a run: choose a new folder")
+    logs = run_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    steps = steps if steps is not None else default_steps(run_dir, server_version)
+    progress = Progress(len(steps) + 1, stream)
+    incomplete = []
+    print(f"jetcheck run -> {run_dir}", file=stream, flush=True)
+    for index, step in enumerate(steps, start=1):
+        log = logs / f"{step.name}.log"
+        started = progress.start(index, step.name, log)
+        completed, outcome = run_step(step, log)
+        progress.finish(started, outcome)
+        if not completed:
+            incomplete.append(step.name)
+            print(f"  {step.name} log ({log}):\n{_tail(log)}", file=stream, flush=True)
+    started = progress.start(len(steps) + 1, "report")
+    try:
+        outcome = build_report([str(run_dir)], out=run_dir / REPORT_DIR, master=master)
+    except ConfigError as exc:
+        progress.finish(started, f"failed: {exc}")
+        return EXIT_STEP_FAILED
+    progress.finish(started, "done")
+    print(outcome.index.resolve())
+    if outcome.must_failures:
+        print(f"{outcome.must_failures} MUST rule(s) failed: see the report", file=stream, flush=True)
+        return EXIT_MUST_FAILED
+    if incomplete:
+        print(f"incomplete run: {', '.join(incomplete)} did not finish", file=stream, flush=True)
+        return EXIT_STEP_FAILED
+    return EXIT_OK

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what jetcheck needs on a fresh machine: Debian's nats-server (the 2.9.10 in the version matrix), Chromium
+# (renders the HTML report in tests), openssl and a JDK (Spark) when missing, then a venv in .venv with jetcheck
+# and its dependencies. Safe to run again: it only installs what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+[ -x /usr/sbin/nats-server ] || missing+=(nats-server)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "bootstrap: installing ${missing[*]} from Debian" >&2
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "bootstrap: please install ${missing[*]} (needs root and apt-get)" >&2
+  fi
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+if ! .venv/bin/python -c "import jetcheck, pytest_asyncio, pyspark, locust" >/dev/null 2>&1 \
+   || [ pyproject.toml -nt .venv/.jetcheck-installed ]; then
+  .venv/bin/pip install -q --disable-pip-version-check --upgrade pip
+  .venv/bin/pip install -q --disable-pip-version-check -e '.[dev]'
+  touch .venv/.jetcheck-installed
+fi

@@ -1,0 +1,67 @@
+"""The shared result record and its JSON-lines file."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from jetcheck.records import OP_FIELDS, SAMPLE_FIELDS, CheckResult, arrow_schema, read_results, write_results
+
+
+def _result(**changes) -> CheckResult:
+    base = dict(
+        id="purge.keep",
+        status="pass",
+        area="purge",
+        title="t",
+        level="MUST",
+        source="ADR-10",
+        min_version="2.3.0",
+        server_version="2.15.1",
+        client={"name": "nats-py", "version": "2.16.0"},
+        duration_s=0.01,
+    )
+    return CheckResult(**{**base, **changes})
+
+
+def test_results_round_trip_through_jsonl(tmp_path):
+    """Written results read back equal, one JSON object per line."""
+    path = tmp_path / "results.jsonl"
+    results = [_result(), _result(status="fail", message="expected 1, got 2", observed={"order": "dedup-first"})]
+    write_results(path, results)
+    assert list(read_results(path)) == results
+    lines = path.read_text().splitlines()
+    assert [json.loads(line)["status"] for line in lines] == ["pass", "fail"]
+
+
+def test_results_carry_the_required_fields():
+    """Every line has the fields the design names."""
+    data = json.loads(_result().to_json())
+    for name in (
+        "id",
+        "status",
+        "area",
+        "title",
+        "level",
+        "source",
+        "server_version",
+        "client",
+        "duration_s",
+        "message",
+    ):
+        assert name in data
+
+
+def test_unknown_status_is_refused():
+    """Only pass, fail, error, na and skip are statuses."""
+    with pytest.raises(ValueError, match="status 'ok'"):
+        _result(status="ok")
+
+
+def test_log_schemas_build_arrow_schemas():
+    """The load log schemas are valid Arrow schemas with unique column names."""
+    for fields in (OP_FIELDS, SAMPLE_FIELDS):
+        schema = arrow_schema(fields)
+        assert schema.names == [name for name, _ in fields]
+        assert len(set(schema.names)) == len(schema.names)
