@@ -23,19 +23,22 @@ import tempfile
 import time
 from pathlib import Path
 
-from nats.js.api import AckPolicy, ConsumerConfig, StorageType, StreamConfig
-
 from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.fixtures.providers import provider_for
 from jetcheck.fixtures.target import Credentials, Target
 from jetcheck.load import cli as load_cli
+from nats.js.api import AckPolicy, ConsumerConfig, StorageType, StreamConfig
 
 PAYLOAD = b"x" * 128
 INFLIGHT = 1000
 BATCH = 500
 
 
-async def raw_publish(target: Target, seconds: float) -> float:
+def cpu_us(cpu_s: float, ops: int) -> float:
+    return cpu_s / max(ops, 1) * 1e6
+
+
+async def raw_publish(target: Target, seconds: float) -> tuple[float, float]:
     nc = await target.connect()
     js = nc.jetstream(publish_async_max_pending=INFLIGHT)
     stream = "BENCH_RAW_PUB_" + secrets.token_hex(3)
@@ -48,19 +51,19 @@ async def raw_publish(target: Target, seconds: float) -> float:
         if not future.cancelled() and future.exception() is None:
             acked += 1
 
-    start = time.monotonic()
+    start, cpu = time.monotonic(), time.process_time()
     deadline = start + seconds
     while time.monotonic() < deadline:
         for _ in range(100):
             (await js.publish_async(subject, PAYLOAD)).add_done_callback(count)
     await js.publish_async_completed()
-    elapsed = time.monotonic() - start
+    elapsed, cpu = time.monotonic() - start, time.process_time() - cpu
     await js.delete_stream(stream)
     await nc.close()
-    return acked / elapsed
+    return acked / elapsed, cpu_us(cpu, acked)
 
 
-async def raw_pull(target: Target, prefill: int) -> float:
+async def raw_pull(target: Target, prefill: int) -> tuple[float, float]:
     nc = await target.connect()
     js = nc.jetstream(publish_async_max_pending=INFLIGHT)
     stream = "BENCH_RAW_PULL_" + secrets.token_hex(3)
@@ -68,40 +71,79 @@ async def raw_pull(target: Target, prefill: int) -> float:
     for _ in range(prefill):
         await js.publish_async(stream.lower() + ".x", PAYLOAD)
     await js.publish_async_completed()
-    await js.add_consumer(stream, ConsumerConfig(durable_name="RAW", ack_policy=AckPolicy.EXPLICIT,
-                                                 max_ack_pending=10_000))
+    await js.add_consumer(
+        stream, ConsumerConfig(durable_name="RAW", ack_policy=AckPolicy.EXPLICIT, max_ack_pending=10_000)
+    )
     sub = await js.pull_subscribe_bind("RAW", stream)
     consumed = 0
-    start = time.monotonic()
+    start, cpu = time.monotonic(), time.process_time()
     while consumed < prefill:
         for msg in await sub.fetch(BATCH, timeout=2):
             await msg.ack()
             consumed += 1
-    elapsed = time.monotonic() - start
+    elapsed, cpu = time.monotonic() - start, time.process_time() - cpu
     await nc.flush()
     await js.delete_stream(stream)
     await nc.close()
-    return consumed / elapsed
+    return consumed / elapsed, cpu_us(cpu, consumed)
 
 
-def jetcheck_rate(url: str, monitor: str, scenario: str, op: str, extra: list[str]) -> tuple[float, dict]:
+def jetcheck_rate(url: str, monitor: str, scenario: str, op: str, extra: list[str]) -> tuple[float, float]:
+    """msgs/s of `op` from the run's op log, and the load processes' CPU microseconds per op."""
     out = Path(tempfile.mkdtemp(prefix="jetcheck-bench-"))
     try:
-        rc = load_cli.main(["load", "--scenario", scenario, "--server", url, "--monitor", monitor,
-                            "--out", str(out), "--users", "1", *extra])
+        rc = load_cli.main(
+            [
+                "load",
+                "--scenario",
+                scenario,
+                "--server",
+                url,
+                "--monitor",
+                monitor,
+                "--out",
+                str(out),
+                "--users",
+                "1",
+                *extra,
+            ]
+        )
         summary = json.loads((out / "summary.json").read_text())
+        run = json.loads((out / "load.json").read_text())
         if rc != 0:
             print(f"  (jetcheck load exited {rc}: {summary['checks']})")
-        return summary["ops"][op]["rate_per_s"], summary["ops"][op]
+        entry = summary["ops"][op]
+        return entry["rate_per_s"], cpu_us(sum(run["load_cpu_s"].values()), entry["ok"])
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
 
 def nats_bench(nats: str, url: str, msgs: int) -> float | None:
     stream = "BENCH_NATSCLI_" + secrets.token_hex(3)
-    cmd = [nats, "bench", "js", "pub", "async", stream.lower() + ".x", "-s", url, "--msgs", str(msgs),
-           "--size", "128", "--clients", "1", "--stream", stream, "--create", "--storage", "file", "--no-progress",
-           "--batch", str(INFLIGHT)]
+    cmd = [
+        nats,
+        "bench",
+        "js",
+        "pub",
+        "async",
+        stream.lower() + ".x",
+        "-s",
+        url,
+        "--msgs",
+        str(msgs),
+        "--size",
+        "128",
+        "--clients",
+        "1",
+        "--stream",
+        stream,
+        "--create",
+        "--storage",
+        "file",
+        "--no-progress",
+        "--batch",
+        str(INFLIGHT),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     subprocess.run([nats, "-s", url, "stream", "rm", "-f", stream], capture_output=True, timeout=60)
     match = re.search(r"stats:\s+([\d,]+) msgs/sec", proc.stdout + proc.stderr)
@@ -109,6 +151,14 @@ def nats_bench(nats: str, url: str, msgs: int) -> float | None:
         print("  nats bench output:", (proc.stdout + proc.stderr)[-500:])
         return None
     return float(match.group(1).replace(",", ""))
+
+
+def report(what: str, raw: float, raw_cpu: float, ours: float, our_cpu: float) -> None:
+    print(
+        f"{what:15}raw nats-py {raw:>9,.0f} msg/s ({raw_cpu:5.1f} us CPU/msg)   jetcheck load {ours:>9,.0f} msg/s "
+        f"({our_cpu:5.1f} us CPU/msg)   ratio {ours / raw:.2f} (CPU/msg ratio {raw_cpu / our_cpu:.2f})",
+        flush=True,
+    )
 
 
 def main() -> int:
@@ -124,30 +174,47 @@ def main() -> int:
     monitor = target.process.monitor_url
     try:
         print(f"nats-server {args.server_version} at {target.url}; 128 B payloads, R1 file streams")
-        raw = asyncio.run(raw_publish(target, args.duration))
-        ours, detail = jetcheck_rate(target.url, monitor, "publish-async", "publish",
-                                     ["--max", "--duration", f"{args.duration:g}s", "--max-inflight", str(INFLIGHT)])
-        print(f"publish_async  raw nats-py {raw:>9,.0f} msg/s   jetcheck load {ours:>9,.0f} msg/s   "
-              f"ratio {ours / raw:.2f}")
-        print(f"               jetcheck service_us {detail['service_us']}")
+        raw, raw_cpu = asyncio.run(raw_publish(target, args.duration))
+        ours, our_cpu = jetcheck_rate(
+            target.url,
+            monitor,
+            "publish-async",
+            "publish",
+            ["--max", "--duration", f"{args.duration:g}s", "--max-inflight", str(INFLIGHT)],
+        )
+        report("publish_async", raw, raw_cpu, ours, our_cpu)
+        publish_raw = raw
 
-        raw = asyncio.run(raw_pull(target, args.prefill))
-        ours, detail = jetcheck_rate(target.url, monitor, "pull-consume", "consume",
-                                     ["--prefill", str(args.prefill), "--duration", f"{args.duration:g}s"])
-        print(f"pull fetch+ack raw nats-py {raw:>9,.0f} msg/s   jetcheck load {ours:>9,.0f} msg/s   "
-              f"ratio {ours / raw:.2f}")
+        raw, raw_cpu = asyncio.run(raw_pull(target, args.prefill))
+        ours, our_cpu = jetcheck_rate(
+            target.url,
+            monitor,
+            "pull-consume",
+            "consume",
+            ["--prefill", str(args.prefill), "--duration", f"{args.duration:g}s"],
+        )
+        report("pull fetch+ack", raw, raw_cpu, ours, our_cpu)
 
         if args.nats:
-            msgs = max(50_000, int(raw * args.duration))
+            msgs = max(50_000, int(publish_raw * args.duration))  # about as long as the others
             theirs = nats_bench(args.nats, target.url, msgs)
-            ours, _ = jetcheck_rate(target.url, monitor, "publish-async", "publish",
-                                    ["--max", "--duration", f"{args.duration:g}s", "--max-inflight", str(INFLIGHT)])
+            ours, _cpu = jetcheck_rate(
+                target.url,
+                monitor,
+                "publish-async",
+                "publish",
+                ["--max", "--duration", f"{args.duration:g}s", "--max-inflight", str(INFLIGHT)],
+            )
             shown = f"{theirs:>9,.0f}" if theirs else "  (failed)"
-            print(f"js pub async   nats bench  {shown} msg/s   jetcheck load {ours:>9,.0f} msg/s   "
-                  f"(nats bench: Go client, {msgs} msgs, batch {INFLIGHT})")
+            print(
+                f"js pub async   nats bench  {shown} msg/s   jetcheck load {ours:>9,.0f} msg/s   "
+                f"(nats bench: Go client, {msgs} msgs, batch {INFLIGHT})"
+            )
         else:
-            print("nats bench: no natscli binary (pass --nats PATH; build: go install "
-                  "github.com/nats-io/natscli/nats@latest)")
+            print(
+                "nats bench: no natscli binary (pass --nats PATH; build: go install "
+                "github.com/nats-io/natscli/nats@latest)"
+            )
     finally:
         provider.stop()
     return 0

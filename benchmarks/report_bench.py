@@ -10,7 +10,9 @@ reused. The synthetic run has a constant rate (RATE ops/s), so 10x the records i
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -55,16 +57,22 @@ def measure(folder: Path, out: Path) -> dict:
     started = time.perf_counter()
     process = psutil.Popen(argv, stdout=subprocess.PIPE, text=True)
     peak = 0
+    cpu: dict[int, float] = {}  # last CPU seconds seen per process of the tree
     stop = threading.Event()
 
     def sample() -> None:
         nonlocal peak
         while not stop.wait(0.1):
-            try:
-                tree = [process, *process.children(recursive=True)]
-                peak = max(peak, sum(p.memory_info().rss for p in tree if p.is_running()))
-            except psutil.Error:
-                pass
+            rss = 0
+            for member in [process, *process.children(recursive=True)]:
+                try:
+                    with member.oneshot():
+                        rss += member.memory_info().rss
+                        times = member.cpu_times()
+                        cpu[member.pid] = times.user + times.system
+                except psutil.Error:
+                    pass
+            peak = max(peak, rss)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -75,7 +83,7 @@ def measure(folder: Path, out: Path) -> dict:
     if process.returncode != 0:
         raise SystemExit(f"report child failed with exit {process.returncode}")
     timings = json.loads(output.strip().splitlines()[-1])
-    return {"wall_s": wall_s, "peak_mib": peak / 2**20, **timings}
+    return {"wall_s": wall_s, "peak_mib": peak / 2**20, "cpu_s": sum(cpu.values()), **timings}
 
 
 def main() -> None:
@@ -95,14 +103,16 @@ def main() -> None:
         print(
             f"{records:>11,} ops: wall {result['wall_s']:6.1f} s (Spark start {result['session_s']:4.1f} s, "
             f"aggregate+render {result['total_s'] - result['session_s']:6.1f} s), "
-            f"peak RSS {result['peak_mib']:,.0f} MiB (python + JVM + workers)",
+            f"CPU {result['cpu_s']:6.1f} s, peak RSS {result['peak_mib']:,.0f} MiB (python + JVM + workers), "
+            f"load average {os.getloadavg()[0]:.1f}",
             flush=True,
         )
-    for (small, a), (large, b) in zip(rows, rows[1:], strict=False):
+    for (small, a), (large, b) in itertools.pairwise(rows):
         work_a, work_b = a["total_s"] - a["session_s"], b["total_s"] - b["session_s"]
+        verdict = "no worse than linear" if work_b / work_a <= large / small else "WORSE than linear"
         print(
-            f"{large / small:.0f}x records: wall x{b['wall_s'] / a['wall_s']:.2f}, aggregate+render "
-            f"x{work_b / work_a:.2f} ({'no worse than linear' if work_b / work_a <= large / small else 'WORSE than linear'})"
+            f"{large / small:.0f}x records: wall x{b['wall_s'] / a['wall_s']:.2f}, CPU x{b['cpu_s'] / a['cpu_s']:.2f}, "
+            f"aggregate+render x{work_b / work_a:.2f} ({verdict})"
         )
 
 

@@ -199,3 +199,28 @@ async def pull(
         return await raw.collect(wait, messages)
     finally:
         await raw.close()
+
+
+@dataclass(frozen=True)
+class SubjectMessage:
+    seq: int
+    payload: bytes
+    headers: dict[str, str]
+
+
+async def subject_messages(nc: Client, stream: str, subject: str) -> list[SubjectMessage]:
+    """Every message `stream` holds on `subject` (wildcards allowed), in order, with its headers (raw MSG.GET)."""
+    found: list[SubjectMessage] = []
+    seq = 0
+    while True:
+        try:
+            data = await api(nc, f"$JS.API.STREAM.MSG.GET.{stream}", {"seq": seq + 1, "next_by_subj": subject})
+        except ApiError as exc:
+            if exc.err_code == 10037:  # no message found
+                return found
+            raise
+        message = data["message"]
+        seq = message["seq"]
+        lines = base64.b64decode(message.get("hdrs") or b"").decode().split("\r\n")[1:]  # after NATS/1.0
+        headers = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in lines if ":" in line)}
+        found.append(SubjectMessage(seq, base64.b64decode(message.get("data") or b""), headers))

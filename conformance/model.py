@@ -1,8 +1,10 @@
-"""A pure-Python reference model of a stream's documented publish, dedup and purge rules.
+"""A pure-Python reference model of a stream's documented publish, dedup, limit, purge and delete rules.
 
-Documented rules only (ADR-10 for purge; Nats-Msg-Id dedup as the JetStream docs give it). The duplicate window is
-taken as longer than any program, so an id once stored stays known, also across purges (ids are not forgotten by a
-purge while the server runs). Purge `seq` beyond last sequence + 1 is left out: ADR-10 does not say what it does.
+Documented rules only: ADR-10 for purge; Nats-Msg-Id dedup as the JetStream docs give it; max_msgs,
+max_msgs_per_subject, discard old/new and discard_new_per_subject as the stream configuration docs give them. The
+duplicate window is taken as longer than any program, so an id once stored stays known, also across purges, deletes
+and limit removals. Left out, because the documents do not say what happens: purge `seq` beyond last sequence + 1,
+deleting a sequence beyond the last, and max_bytes (its accounting of per-message overhead is the store's own).
 """
 
 from __future__ import annotations
@@ -10,6 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 SEQ_AND_KEEP = 10003  # JSBadRequestErr: "seq" and "keep" are mutually exclusive in a purge request
+LIMIT_EXCEEDED = 10077  # JSStreamStoreFailedF, 503, with the descriptions below
+MAX_MSGS_EXCEEDED = "maximum messages exceeded"
+MAX_PER_SUBJECT_EXCEEDED = "maximum messages per subject exceeded"
 
 
 def subject_matches(pattern: str, subject: str) -> bool:
@@ -38,6 +43,27 @@ class PubAck:
 
 
 @dataclass(frozen=True)
+class Rejected:
+    err_code: int
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_msgs: int = -1
+    max_msgs_per_subject: int = -1
+    discard: str = "old"  # old | new
+    discard_new_per_subject: bool = False
+
+    def config(self) -> dict:
+        """The stream configuration fields these limits set."""
+        fields = {"max_msgs": self.max_msgs, "max_msgs_per_subject": self.max_msgs_per_subject, "discard": self.discard}
+        if self.discard_new_per_subject:
+            fields["discard_new_per_subject"] = True
+        return fields
+
+
+@dataclass(frozen=True)
 class PurgeResult:
     purged: int = 0
     err_code: int = 0  # 0 when the purge was accepted
@@ -53,20 +79,54 @@ class StreamState:
 
 @dataclass
 class StreamModel:
+    limits: Limits = field(default_factory=Limits)
     messages: dict[int, Message] = field(default_factory=dict)
     last_seq: int = 0
     first_seq: int = 0
     ids: dict[str, int] = field(default_factory=dict)
 
-    def publish(self, subject: str, payload: bytes, msg_id: str | None = None) -> PubAck:
+    def _count(self, subject: str) -> int:
+        return sum(1 for m in self.messages.values() if m.subject == subject)
+
+    def _rejection(self, subject: str) -> Rejected | None:
+        """Discard new refuses a message that would exceed a limit; a subject at its own limit replaces its
+        oldest message instead, unless discard_new_per_subject asks for a refusal."""
+        limits = self.limits
+        if limits.discard != "new":
+            return None
+        subject_full = 0 < limits.max_msgs_per_subject <= self._count(subject)
+        if subject_full and limits.discard_new_per_subject:
+            return Rejected(LIMIT_EXCEEDED, MAX_PER_SUBJECT_EXCEEDED)
+        if 0 < limits.max_msgs <= len(self.messages) and not subject_full:
+            return Rejected(LIMIT_EXCEEDED, MAX_MSGS_EXCEEDED)
+        return None
+
+    def _enforce_limits(self, subject: str) -> None:
+        """Remove the oldest messages beyond the per-subject and (discard old) the stream's message limit."""
+        if self.limits.max_msgs_per_subject > 0:
+            same = [m.seq for m in self.messages.values() if m.subject == subject]
+            for seq in same[: max(0, len(same) - self.limits.max_msgs_per_subject)]:
+                del self.messages[seq]
+        if self.limits.max_msgs > 0:
+            for seq in list(self.messages)[: max(0, len(self.messages) - self.limits.max_msgs)]:
+                del self.messages[seq]
+
+    def _settle_first(self) -> None:
+        # An emptied stream, even one that never held a message, starts again after its last sequence.
+        self.first_seq = min(self.messages) if self.messages else self.last_seq + 1
+
+    def publish(self, subject: str, payload: bytes, msg_id: str | None = None) -> PubAck | Rejected:
         if msg_id is not None and msg_id in self.ids:
             return PubAck(seq=self.ids[msg_id], duplicate=True)
+        rejected = self._rejection(subject)
+        if rejected is not None:
+            return rejected
         self.last_seq += 1
         self.messages[self.last_seq] = Message(self.last_seq, subject, payload, msg_id)
         if msg_id is not None:
             self.ids[msg_id] = self.last_seq
-        if self.first_seq == 0:
-            self.first_seq = self.last_seq
+        self._enforce_limits(subject)
+        self._settle_first()
         return PubAck(seq=self.last_seq, duplicate=False)
 
     def purge(self, filter: str | None = None, seq: int | None = None, keep: int | None = None) -> PurgeResult:
@@ -79,9 +139,19 @@ class StreamModel:
             candidates = candidates[: max(0, len(candidates) - keep)]
         for s in candidates:
             del self.messages[s]
-        # An emptied stream, even one that never held a message, starts again after its last sequence.
-        self.first_seq = min(self.messages) if self.messages else self.last_seq + 1
+        self._settle_first()
         return PurgeResult(purged=len(candidates))
+
+    def delete(self, seq: int) -> bool:
+        """Delete one message (erased or not, the stream looks the same); False when the stream does not hold it.
+
+        The error code of a refused delete is not documented: servers answer 400/10043 'sequence N not found'
+        or 500/10057 'stream store EOF' depending on where the sequence lies."""
+        if seq not in self.messages:
+            return False
+        del self.messages[seq]
+        self._settle_first()
+        return True
 
     def state(self) -> StreamState:
         subjects: dict[str, int] = {}

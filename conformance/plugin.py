@@ -20,7 +20,7 @@ import nats
 import pytest
 import pytest_asyncio
 from hypothesis import HealthCheck, settings
-from jetcheck.fixtures.cleanup import delete_owned_streams
+from jetcheck.fixtures.cleanup import create_anchor, delete_owned_streams
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.providers import ServerProvider, provider_for
 from jetcheck.fixtures.proxy import NatsProxy
@@ -106,7 +106,7 @@ class RunState:
                 cfg.server, cfg.server_version, credentials, Path(cfg.server_cache) if cfg.server_cache else None
             )
             target = self.provider.start()
-            self.server = asyncio.run(_probe(target))
+            self.server = asyncio.run(_probe_and_anchor(target, cfg.run_prefix))
         except TargetError as exc:
             self.failure = redact_text(str(exc), self.secrets)
             self.stop()
@@ -114,33 +114,39 @@ class RunState:
         self.target = target
         return target
 
-    def cleanup(self) -> None:
+    def cleanup(self, keep_anchor: bool = True) -> None:
         if self.target is None:
             return
-        problems = asyncio.run(_cleanup(self.target, self.config.run_prefix))
+        problems = asyncio.run(_cleanup(self.target, self.config.run_prefix, keep_anchor))
         self.cleanup_problems.extend(problems)
 
     def stop(self) -> None:
+        if self.target is not None and not self.failure:
+            self.cleanup(keep_anchor=False)
+            self.target = None
         if self.provider is not None:
             self.provider.stop()
             self.provider = None
 
 
-async def _probe(target: Target) -> ServerInfo:
+async def _probe_and_anchor(target: Target, prefix: str) -> ServerInfo:
     nc = await target.connect()
     try:
-        return await probe(nc)
+        info = await probe(nc)
+        await delete_owned_streams(nc, prefix)  # what a crashed run with the same prefix left behind
+        await create_anchor(nc, prefix)
+        return info
     finally:
         await nc.close()
 
 
-async def _cleanup(target: Target, prefix: str) -> list[str]:
+async def _cleanup(target: Target, prefix: str, keep_anchor: bool) -> list[str]:
     try:
         nc = await target.connect()
     except TargetError as exc:
         return [f"cleanup could not connect: {exc}"]
     try:
-        return await delete_owned_streams(nc, prefix)
+        return await delete_owned_streams(nc, prefix, keep_anchor)
     finally:
         await nc.close()
 
@@ -333,6 +339,9 @@ def _describe(excinfo: pytest.ExceptionInfo | None, limit: int = 4000) -> str:
     if excinfo is None:
         return ""
     text = excinfo.exconly().strip()
+    if isinstance(excinfo.value, BaseExceptionGroup):  # e.g. Hypothesis' FlakyFailure: show what it groups
+        inner = "\n".join(f"  - {type(e).__name__}: {e}" for e in excinfo.value.exceptions)
+        text = f"{text}\n{inner}"
     return text if len(text) <= limit else text[: limit - 20] + "\n... (truncated)"
 
 

@@ -9,13 +9,14 @@ path stays inside asyncio.
 The loop's selector is `CooperativeEpollSelector`, not gevent's patched one: gevent's selector switches to the hub
 and re-arms a watcher per file descriptor on every loop iteration, and nats-py needs several iterations per
 message (fetch goes through `wait_for` per message), which cost pull consumers most of their throughput. Ours polls
-a native epoll without blocking, yields to the hub every few milliseconds while busy, and only when idle waits on
-the hub for the epoll descriptor itself, so Locust's greenlets still run.
+a native epoll, gives the hub a turn at least every YIELD_EVERY_S (busy: `gevent.sleep(0)`; idle: the hub waits
+on the epoll descriptor itself), so Locust's greenlets still run, a few milliseconds late at worst.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import selectors
 import time
@@ -93,39 +94,50 @@ class CooperativeEpollSelector(selectors._BaseSelectorImpl):
 
     def unregister(self, fileobj):
         key = super().unregister(fileobj)
-        try:
+        with contextlib.suppress(OSError):  # the descriptor may already be closed
             self._epoll.unregister(key.fd)
-        except OSError:  # the descriptor may already be closed
-            pass
         return key
 
-    def _poll_now(self) -> list:
+    def _poll(self, timeout: float) -> list:
         _epoll, epollin, epollout = self._select_mod
         ready = []
-        for fd, event in self._epoll.poll(0):
+        for fd, event in self._epoll.poll(timeout):
             key = self._key_from_fd(fd)
             if key:
                 events = (selectors.EVENT_READ if event & ~epollout else 0) | (
-                    selectors.EVENT_WRITE if event & ~epollin else 0)
+                    selectors.EVENT_WRITE if event & ~epollin else 0
+                )
                 ready.append((key, events & key.events))
         return ready
 
     def select(self, timeout=None):
-        import gevent
+        ready = self._poll(0)
+        if not ready and (timeout is None or timeout > 0):
+            # idle: block natively while the hub's turn is not due (cheaper than a trip through the hub per
+            # iteration), then let the hub wait on the epoll descriptor itself
+            budget = self.YIELD_EVERY_S - (time.monotonic() - self._last_yield)
+            if budget > 0:
+                ready = self._poll(budget if timeout is None else min(timeout, budget))
+                if ready or (timeout is not None and timeout <= budget):
+                    return self._maybe_yield(ready)
+            return self._wait_in_hub(timeout)
+        return self._maybe_yield(ready)
+
+    def _maybe_yield(self, ready: list) -> list:
+        if time.monotonic() - self._last_yield >= self.YIELD_EVERY_S:
+            import gevent
+
+            gevent.sleep(0)  # busy: still let Locust's greenlets run
+            self._last_yield = time.monotonic()
+        return ready
+
+    def _wait_in_hub(self, timeout: float | None) -> list:
         from gevent.socket import wait_read
 
-        ready = self._poll_now()
-        if ready or (timeout is not None and timeout <= 0):
-            if time.monotonic() - self._last_yield >= self.YIELD_EVERY_S:
-                gevent.sleep(0)  # busy: still let Locust's greenlets run
-                self._last_yield = time.monotonic()
-            return ready
-        try:
-            wait_read(self._epoll.fileno(), timeout)  # idle: the hub runs until a descriptor is ready
-        except TimeoutError:
-            pass
+        with contextlib.suppress(TimeoutError):
+            wait_read(self._epoll.fileno(), timeout)  # the hub runs until a descriptor is ready
         self._last_yield = time.monotonic()
-        return self._poll_now()
+        return self._poll(0)
 
     def close(self) -> None:
         self._epoll.close()

@@ -20,16 +20,17 @@ import sys
 import time
 from pathlib import Path
 
-from jetcheck.config import ConfigError
 from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.providers import provider_for
 from jetcheck.fixtures.target import Credentials, Target, probe
+
+from jetcheck.config import ConfigError
 from jetcheck.redact import redact_url
 
 from . import runfile, summary
 from .monitor import default_monitor_url
-from .scenarios import SCENARIOS, scenario
+from .scenarios import SCENARIOS, LoadSettings, scenario, setup, teardown
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")  # a path, not an import: Locust monkey-patches on import
 GRACE_S = 120.0  # setup (prefill), drain and teardown on top of the run time
@@ -48,8 +49,12 @@ def parse_duration(text: str) -> float:
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("load", help="run a JetStream load scenario with Locust",
-                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = subparsers.add_parser(
+        "load",
+        help="run a JetStream load scenario with Locust",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--scenario", required=True, choices=list(SCENARIOS), help="what the users do")
     pacing = parser.add_mutually_exclusive_group()
     pacing.add_argument("--rate", type=float, default=0.0, help="open loop: total target ops/s over all publishers")
@@ -73,8 +78,10 @@ def _validate(args) -> float:
     if args.rate < 0:
         raise ConfigError("--rate must be positive")
     if args.rate and not spec.paced:
-        raise ConfigError(f"{spec.name} consumes a prefilled stream as fast as it can; --rate applies to scenarios "
-                          "that publish (e.g. mixed, end-to-end)")
+        raise ConfigError(
+            f"{spec.name} consumes a prefilled stream as fast as it can; --rate applies to scenarios "
+            "that publish (e.g. mixed, end-to-end)"
+        )
     if args.users < 1 or args.processes < 1:
         raise ConfigError("--users and --processes must be at least 1")
     if args.processes > args.users:
@@ -84,25 +91,73 @@ def _validate(args) -> float:
     return parse_duration(args.duration)
 
 
-def locust_command(args, duration_s: float, out: Path, run_id: str, prefix: str, monitor: str,
-                   server_version: str) -> list[str]:
-    cmd = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--only-summary",
-           "-u", str(args.users), "-r", str(args.users), "-t", f"{duration_s:g}s", "--stop-timeout", "30",
-           "--csv", str(out / "locust"), "--html", str(out / "locust.html"),
-           "--jetcheck-scenario", args.scenario, "--jetcheck-rate", str(args.rate),
-           "--jetcheck-consumers", str(args.consumers), "--jetcheck-payload", str(args.payload),
-           "--jetcheck-max-inflight", str(args.max_inflight), "--jetcheck-prefill", str(args.prefill),
-           "--jetcheck-out", str(out), "--jetcheck-run-id", run_id, "--jetcheck-prefix", prefix,
-           "--jetcheck-monitor", monitor, "--jetcheck-server-version", server_version]
+def locust_command(
+    args, duration_s: float, out: Path, run_id: str, prefix: str, monitor: str, server_version: str
+) -> list[str]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        str(LOCUSTFILE),
+        "--headless",
+        "--only-summary",
+        "-u",
+        str(args.users),
+        "-r",
+        str(args.users),
+        "-t",
+        f"{duration_s:g}s",
+        "--stop-timeout",
+        "30",
+        "--csv",
+        str(out / "locust"),
+        "--html",
+        str(out / "locust.html"),
+        "--jetcheck-scenario",
+        args.scenario,
+        "--jetcheck-rate",
+        str(args.rate),
+        "--jetcheck-consumers",
+        str(args.consumers),
+        "--jetcheck-payload",
+        str(args.payload),
+        "--jetcheck-max-inflight",
+        str(args.max_inflight),
+        "--jetcheck-prefill",
+        str(args.prefill),
+        "--jetcheck-out",
+        str(out),
+        "--jetcheck-run-id",
+        run_id,
+        "--jetcheck-prefix",
+        prefix,
+        "--jetcheck-monitor",
+        monitor,
+        "--jetcheck-server-version",
+        server_version,
+    ]
     if args.processes > 1:
         cmd += ["--processes", str(args.processes)]
     return cmd
 
 
-async def _server_version(target: Target) -> str:
+async def _prepare(target: Target, settings: LoadSettings) -> str:
+    """Probe the server and create (and prefill) what the scenario needs before Locust's run time starts; the
+    locustfile's own setup at test start then finds everything in place (it is idempotent)."""
     nc = await target.connect()
     try:
-        return (await probe(nc)).version
+        version = (await probe(nc)).version
+        await setup(settings, nc)
+        return version
+    finally:
+        await nc.close()
+
+
+async def _teardown(target: Target, settings: LoadSettings) -> None:
+    nc = await target.connect()
+    try:
+        await teardown(settings, nc)
     finally:
         await nc.close()
 
@@ -116,19 +171,38 @@ def run(args) -> int:
     provider = provider_for(args.server, args.server_version, Credentials())
     target = provider.start()
     try:
-        version = asyncio.run(_server_version(target))
+        settings = LoadSettings(
+            scenario=args.scenario,
+            server_url=target.url,
+            run_id=run_id,
+            prefix=prefix,
+            out_dir=str(out),
+            rate=args.rate,
+            users=args.users,
+            consumers=args.consumers,
+            payload_size=args.payload,
+            max_inflight=args.max_inflight,
+            prefill=args.prefill,
+        )
+        version = asyncio.run(_prepare(target, settings))
         monitor = target.process.monitor_url if target.process else (args.monitor or default_monitor_url(target.url))
         cmd = locust_command(args, duration_s, out, run_id, prefix, monitor, version)
         # the URL (which may carry credentials) travels in the environment, not on the command line
         env = {**os.environ, "JETCHECK_LOAD_SERVER": target.url}
-        print(f"jetcheck load: {args.scenario} against {redact_url(target.url)} (nats-server {version}) "
-              f"for {duration_s:g}s -> {out}", flush=True)
+        print(
+            f"jetcheck load: {args.scenario} against {redact_url(target.url)} (nats-server {version}) "
+            f"for {duration_s:g}s -> {out}",
+            flush=True,
+        )
         rc = _run_bounded(cmd, env, out / "locust.log", duration_s + GRACE_S)
+        if not (out / runfile.LOAD_FILE).exists() and not target.managed:
+            asyncio.run(_teardown(target, settings))  # Locust died before its own teardown: clean up after it
     finally:
         provider.stop()
     if not (out / runfile.LOAD_FILE).exists():
-        raise TargetError(f"Locust exited with {rc} without writing {out / runfile.LOAD_FILE}; see "
-                          f"{out / 'locust.log'}")
+        raise TargetError(
+            f"Locust exited with {rc} without writing {out / runfile.LOAD_FILE}; see {out / 'locust.log'}"
+        )
     run_info = runfile.read(out)
     result = summary.summarize(out)
     (out / "summary.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
@@ -140,8 +214,9 @@ def _run_bounded(cmd: list[str], env: dict[str, str], log_path: Path, deadline_s
     """Run Locust in its own process group; past the deadline the whole group is stopped."""
     started = time.monotonic()
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True
+        )
         try:
             return proc.wait(timeout=deadline_s)
         except subprocess.TimeoutExpired:

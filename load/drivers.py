@@ -11,6 +11,7 @@ other; when `max_inflight` operations are outstanding an intended operation is n
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -46,6 +47,16 @@ class OpStats:
         self.last_error = exc
 
 
+def delivery_of(reply: str) -> tuple[int, int]:
+    """(stream sequence, delivery count) from a JetStream ack subject; nats-py's `Msg.metadata` also parses the
+    timestamp into a datetime, which costs more than the rest of a consumed message's bookkeeping."""
+    tokens = reply.split(".")
+    if len(tokens) == 9:  # $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>
+        return int(tokens[5]), int(tokens[4])
+    # $JS.ACK.<domain>.<account>.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>[.<token>]
+    return int(tokens[7]), int(tokens[6])
+
+
 def error_code(exc: BaseException) -> int:
     return int(getattr(exc, "err_code", None) or getattr(exc, "code", None) or 0)
 
@@ -71,6 +82,7 @@ class Driver:
         self._stop_requested = asyncio.Event()
 
     async def start(self) -> None:
+        self.rec = self.log.extend  # one row: (ctx, intended, start, end, error, code, seq, deliveries, e2e)
         self.nc = await self._connect()
         self.js = self.nc.jetstream(publish_async_max_pending=self.settings.max_inflight)
         await self.prepare()
@@ -100,10 +112,8 @@ class Driver:
         self.stopping = True
         self._stop_requested.set()
         if self._task is not None:
-            try:
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(self._task, FETCH_TIMEOUT_S * 4 + DRAIN_TIMEOUT_S)
-            except (asyncio.TimeoutError, asyncio.CancelledError):
-                pass
         if self._inflight:
             await asyncio.wait(list(self._inflight), timeout=DRAIN_TIMEOUT_S)
             for pending in list(self._inflight):
@@ -130,9 +140,7 @@ class Publisher(Driver):
         self.stamp = s.spec.stamp
         self.seq = 0
 
-    def _headers(self, now: int) -> dict[str, str] | None:
-        if not self.stamp:
-            return None
+    def _headers(self, now: int) -> dict[str, str]:
         self.seq += 1
         return {STAMP_TS: str(now), STAMP_SEQ: str(self.seq)}
 
@@ -173,7 +181,9 @@ class Publisher(Driver):
     async def _send_async(self, intended: int) -> None:
         start = time_ns()
         try:
-            future = await self.js.publish_async(self.subject, self.payload, headers=self._headers(start))
+            future = await self.js.publish_async(
+                self.subject, self.payload, headers=self._headers(start) if self.stamp else None
+            )
         except Exception as exc:
             self._failed(intended, start, exc)
             return
@@ -190,7 +200,7 @@ class Publisher(Driver):
         if exc is not None:
             self._failed(intended, start, exc, end)
             return
-        self.log.add(self.ctx, intended, start, end, 0, 0, future.result().seq)
+        self.rec((self.ctx, intended, start, end, 0, 0, future.result().seq, 0, NO_E2E))
         stats = self.stats["publish"]
         stats.ok += 1
         stats.latency_ns += end - intended
@@ -198,7 +208,9 @@ class Publisher(Driver):
     async def _send_sync(self, intended: int) -> None:
         start = time_ns()
         try:
-            ack = await self.js.publish(self.subject, self.payload, headers=self._headers(start))
+            ack = await self.js.publish(
+                self.subject, self.payload, headers=self._headers(start) if self.stamp else None
+            )
         except asyncio.CancelledError:
             self._failed(intended, start, asyncio.CancelledError())
             raise
@@ -206,7 +218,7 @@ class Publisher(Driver):
             self._failed(intended, start, exc)
             return
         end = time_ns()
-        self.log.add(self.ctx, intended, start, end, 0, 0, ack.seq)
+        self.rec((self.ctx, intended, start, end, 0, 0, ack.seq, 0, NO_E2E))
         stats = self.stats["publish"]
         stats.ok += 1
         stats.latency_ns += end - intended
@@ -230,22 +242,24 @@ class Consumer(Driver):
         self._contexts: dict[tuple[str, int], int] = {}
 
     def _consumed(self, msg, fetch_start: int, end: int) -> None:
-        key = (msg.subject, len(msg.data))
-        ctx = self._contexts.get(key)
+        data_len = len(msg.data)
+        ctx = self._contexts.get((msg.subject, data_len))
         if ctx is None:
-            ctx = self._contexts[key] = self.log.context(self.user, "consume", self.settings.stream, *key)
+            ctx = self._contexts[(msg.subject, data_len)] = self.log.context(
+                self.user, "consume", self.settings.stream, msg.subject, data_len
+            )
         e2e = NO_E2E
         headers = msg.headers
         if headers:
             stamp = headers.get(STAMP_TS)
             if stamp:
                 e2e = end - int(stamp)
-        meta = msg.metadata
-        self.log.add(ctx, fetch_start, fetch_start, end, 0, 0, meta.sequence.stream, meta.num_delivered, e2e)
+        stream_seq, delivered = delivery_of(msg.reply)
+        self.rec((ctx, fetch_start, fetch_start, end, 0, 0, stream_seq, delivered, e2e))
         stats = self.stats["consume"]
         stats.ok += 1
         stats.latency_ns += end - fetch_start if e2e == NO_E2E else e2e
-        stats.nbytes += key[1]
+        stats.nbytes += data_len
 
 
 class PullConsumer(Consumer):
@@ -265,7 +279,7 @@ class PullConsumer(Consumer):
             start = time_ns()
             try:
                 msgs = await self.sub.fetch(batch, timeout=FETCH_TIMEOUT_S)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 continue  # nothing to consume right now: not an error, and not logged
             except Exception as exc:
                 self.log.add(self.fetch_ctx, start, start, time_ns(), self.log.error(exc), error_code(exc))
@@ -309,8 +323,10 @@ class KvUser(Driver):
         self.payload = b"x" * s.payload_size
         self.keys = [f"u{self.pid}_{self.user}.k{i}" for i in range(s.keyspace)]
         subject_root = f"$KV.{s.kv_bucket}."
-        self.ctx = {op: [self.log.context(self.user, op, s.stream, subject_root + key, s.payload_size)
-                         for key in self.keys] for op in self.op_names}
+        self.ctx = {
+            op: [self.log.context(self.user, op, s.stream, subject_root + key, s.payload_size) for key in self.keys]
+            for op in self.op_names
+        }
         self.last_put: int | None = None
 
     async def run(self) -> None:
@@ -323,8 +339,9 @@ class KvUser(Driver):
                     intended = schedule.intended_ns(index)
                     if len(self._inflight) >= limit:
                         now = time_ns()
-                        self.log.add(self.ctx["kv_put"][index % len(self.keys)], intended, now, now,
-                                     self.log.error("Overflow"))
+                        self.log.add(
+                            self.ctx["kv_put"][index % len(self.keys)], intended, now, now, self.log.error("Overflow")
+                        )
                         self.stats["kv_put"].fail(Overflow("kv op overflow"))
                         continue
                     task = asyncio.ensure_future(self._one(index, intended))

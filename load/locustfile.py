@@ -22,16 +22,24 @@ from pathlib import Path
 from typing import Any
 
 import gevent
-from locust import User, constant, events, task
-from locust.runners import MasterRunner, WorkerRunner
-
 from jetcheck.fixtures.target import Target
 from jetcheck.load import bridge, runfile
 from jetcheck.load.drivers import Driver, driver_class
 from jetcheck.load.monitor import MonitorSampler, default_monitor_url, reachable
 from jetcheck.load.oplog import OpLog
-from jetcheck.load.scenarios import CONSUMER, PUBLISHER, SCENARIOS, LoadSettings, scenario, server_counts, setup, \
-    teardown
+from jetcheck.load.scenarios import (
+    CONSUMER,
+    PUBLISHER,
+    SCENARIOS,
+    LoadSettings,
+    scenario,
+    server_counts,
+    setup,
+    teardown,
+)
+from locust import User, constant, events, task
+from locust.runners import MasterRunner, WorkerRunner
+
 from jetcheck.redact import redact_url
 
 logger = logging.getLogger("jetcheck.load")
@@ -39,20 +47,31 @@ DRAINED = "jetcheck_drained"
 DRAIN = "jetcheck_drain"
 WORKER_DRAIN_TIMEOUT_S = 60.0
 FLUSH_EVERY_S = 1.0
+FLUSH_CHECK_S = 0.1
 
 _user_numbers = itertools.count()
 _oplog: OpLog | None = None
 _drivers: set[Driver] = set()
 _run: dict[str, Any] = {}  # master/local: what load.json needs, filled at test start
+_cpu_at_start = 0.0  # this process's CPU seconds when the test started (load.json reports the load's CPU cost)
 
 
 @events.init_command_line_parser.add_listener
 def add_options(parser) -> None:
     group = parser  # argument groups do not take Locust's include_in_web_ui
-    group.add_argument("--jetcheck-scenario", default="publish-async", choices=list(SCENARIOS),
-                       env_var="JETCHECK_LOAD_SCENARIO", help="load scenario")
-    group.add_argument("--jetcheck-server", default="nats://127.0.0.1:4222", env_var="JETCHECK_LOAD_SERVER",
-                       help="nats:// URL of the target")
+    group.add_argument(
+        "--jetcheck-scenario",
+        default="publish-async",
+        choices=list(SCENARIOS),
+        env_var="JETCHECK_LOAD_SCENARIO",
+        help="load scenario",
+    )
+    group.add_argument(
+        "--jetcheck-server",
+        default="nats://127.0.0.1:4222",
+        env_var="JETCHECK_LOAD_SERVER",
+        help="nats:// URL of the target",
+    )
     group.add_argument("--jetcheck-rate", type=float, default=0.0, help="total target ops/s (0: closed loop, max)")
     group.add_argument("--jetcheck-consumers", type=int, default=1, help="consuming users in mixed scenarios")
     group.add_argument("--jetcheck-payload", type=int, default=128, help="payload bytes")
@@ -63,20 +82,32 @@ def add_options(parser) -> None:
     group.add_argument("--jetcheck-prefix", default="", help="prefix of every stream this run creates")
     group.add_argument("--jetcheck-monitor", default="", help="monitoring URL (default: http://<server host>:8222)")
     group.add_argument("--jetcheck-server-version", default="", help="informational: the server's release")
-    group.add_argument("--jetcheck-users-total", type=int, default=0, include_in_web_ui=False,
-                       help="set by the master: users over all workers")
+    group.add_argument(
+        "--jetcheck-users-total",
+        type=int,
+        default=0,
+        include_in_web_ui=False,
+        help="set by the master: users over all workers",
+    )
 
 
 def settings_from(options) -> LoadSettings:
     spec = scenario(options.jetcheck_scenario)
     users = options.jetcheck_users_total or getattr(options, "num_users", None) or 1
     return LoadSettings(
-        scenario=spec.name, server_url=options.jetcheck_server, run_id=options.jetcheck_run_id,
-        prefix=options.jetcheck_prefix, out_dir=options.jetcheck_out,
-        rate=options.jetcheck_rate if spec.paced else 0.0, users=users,
+        scenario=spec.name,
+        server_url=options.jetcheck_server,
+        run_id=options.jetcheck_run_id,
+        prefix=options.jetcheck_prefix,
+        out_dir=options.jetcheck_out,
+        rate=options.jetcheck_rate if spec.paced else 0.0,
+        users=users,
         consumers=options.jetcheck_consumers if spec.publisher and spec.consumer else users,
-        payload_size=options.jetcheck_payload, max_inflight=options.jetcheck_max_inflight,
-        prefill=options.jetcheck_prefill, monitor_url=options.jetcheck_monitor)
+        payload_size=options.jetcheck_payload,
+        max_inflight=options.jetcheck_max_inflight,
+        prefill=options.jetcheck_prefill,
+        monitor_url=options.jetcheck_monitor,
+    )
 
 
 def connect_to(url: str):
@@ -95,12 +126,7 @@ def process_oplog(settings: LoadSettings) -> OpLog:
 def _start_flusher(log: OpLog) -> None:
     import asyncio
 
-    async def flush_periodically() -> None:
-        while not log.closed:
-            log.flush_if_older(FLUSH_EVERY_S)
-            await asyncio.sleep(FLUSH_EVERY_S / 2)
-
-    asyncio.get_running_loop().create_task(flush_periodically())
+    asyncio.get_running_loop().create_task(log.flush_periodically(FLUSH_EVERY_S, FLUSH_CHECK_S))
 
 
 def close_oplog() -> int:
@@ -136,15 +162,26 @@ class NatsUser(User):
         fire = self.environment.events.request.fire
         for op, stats in self.driver.take_stats().items():
             if stats.ok:
-                fire(request_type="JS", name=op, response_time=stats.latency_ns / stats.ok / 1e6,
-                     response_length=stats.nbytes, exception=None, context={"ops": stats.ok})
+                fire(
+                    request_type="JS",
+                    name=op,
+                    response_time=stats.latency_ns / stats.ok / 1e6,
+                    response_length=stats.nbytes,
+                    exception=None,
+                    context={"ops": stats.ok},
+                )
             for _name, count in stats.errors.items():
-                fire(request_type="JS", name=op, response_time=0.0, response_length=0,
-                     exception=stats.last_error, context={"ops": count})
+                fire(
+                    request_type="JS",
+                    name=op,
+                    response_time=0.0,
+                    response_length=0,
+                    exception=stats.last_error,
+                    context={"ops": count},
+                )
         if self.driver.failure is not None:
             failure, self.driver.failure = self.driver.failure, None
-            fire(request_type="JS", name="driver", response_time=0.0, response_length=0, exception=failure,
-                 context={})
+            fire(request_type="JS", name="driver", response_time=0.0, response_length=0, exception=failure, context={})
 
     def on_stop(self) -> None:
         driver = getattr(self, "driver", None)
@@ -169,9 +206,14 @@ class NatsConsumer(NatsUser):
 @events.init.add_listener
 def pick_users(environment, **_kwargs) -> None:
     """Keep only the scenario's roles; in mixed scenarios `--jetcheck-consumers` users consume."""
+    # gevent's timers count from the hub's cached clock, which went stale while this file's imports ran (seconds
+    # on a busy machine): without a refresh, Locust's --run-time timer set next can fire at once
+    gevent.get_hub().loop.update_now()
     options = environment.parsed_options
-    if options is None:
-        return
+    if environment.runner is not None:
+        register_messages(environment)
+    if options is None or isinstance(environment.runner, WorkerRunner):
+        return  # a worker runs whatever the master dispatches (a remote worker learns the scenario at spawn)
     spec = scenario(options.jetcheck_scenario)
     wanted = []
     if PUBLISHER in spec.roles:
@@ -180,20 +222,22 @@ def pick_users(environment, **_kwargs) -> None:
         wanted.append(NatsConsumer)
         NatsConsumer.fixed_count = options.jetcheck_consumers if PUBLISHER in spec.roles else 0
     environment.user_classes[:] = [cls for cls in wanted if cls in environment.user_classes] or wanted
-    if environment.runner is not None:
-        register_messages(environment)
 
 
 def register_messages(environment) -> None:
     runner = environment.runner
     if isinstance(runner, WorkerRunner):
+
         def drain(environment, msg, **_kwargs) -> None:
             environment.runner.stop()  # stops users (each drains) and fires test_stop (closes the log)
             rows = close_oplog()
-            environment.runner.send_message(DRAINED, {"pid": os.getpid(), "rows": rows})
+            environment.runner.send_message(
+                DRAINED, {"pid": os.getpid(), "rows": rows, "cpu_s": round(time.process_time() - _cpu_at_start, 3)}
+            )
 
         runner.register_message(DRAIN, drain, concurrent=True)
     elif isinstance(runner, MasterRunner):
+
         def drained(environment, msg, **_kwargs) -> None:
             _run.setdefault("drained", []).append(msg.data)
 
@@ -202,6 +246,8 @@ def register_messages(environment) -> None:
 
 @events.test_start.add_listener
 def on_test_start(environment, **_kwargs) -> None:
+    global _cpu_at_start
+    _cpu_at_start = time.process_time()
     if isinstance(environment.runner, WorkerRunner):
         return
     options = environment.parsed_options
@@ -224,8 +270,10 @@ def on_test_start(environment, **_kwargs) -> None:
     _run["server_version"] = bridge.run(prepare(), timeout=120)
     monitor = settings.monitor_url or default_monitor_url(settings.server_url)
     _run["monitor_url"] = monitor
-    _run["sampler"] = MonitorSampler(monitor, Path(settings.out_dir), settings.run_id).start() \
-        if reachable(monitor) else None
+    _run["sampler"] = (
+        MonitorSampler(monitor, Path(settings.out_dir), settings.run_id).start() if reachable(monitor) else None
+    )
+    _cpu_at_start = time.process_time()  # the setup (e.g. prefill) is not the load's cost
 
 
 @events.test_stop.add_listener
@@ -243,8 +291,10 @@ def on_test_stop(environment, **_kwargs) -> None:
         with gevent.Timeout(WORKER_DRAIN_TIMEOUT_S, False):
             while len(_run["drained"]) < workers:
                 gevent.sleep(0.05)  # the workers' answers arrive as messages, handled by another greenlet
+        load_cpu = {str(w.get("pid")): w.get("cpu_s") for w in _run["drained"]}
     else:
         close_oplog()
+        load_cpu = {str(os.getpid()): round(time.process_time() - _cpu_at_start, 3)}
     end_ns = time.time_ns()
 
     async def finish() -> tuple[dict, list[str]]:
@@ -265,13 +315,25 @@ def on_test_stop(environment, **_kwargs) -> None:
     samples = sampler.stop() if sampler else []
     options = environment.parsed_options
     run = runfile.describe(
-        settings, processes=max(workers, 1), duration_s=getattr(options, "run_time", None),
+        settings,
+        processes=max(workers, 1),
+        duration_s=getattr(options, "run_time", None),
         server_url=redact_url(settings.server_url),
         server_version=options.jetcheck_server_version or _run.get("server_version", ""),
-        start_ns=_run["start_ns"], end_ns=end_ns, server=counts, deleted=deleted,
-        monitor={"url": _run.get("monitor_url", ""), "sampled": bool(sampler),
-                 "samples": sampler.samples if sampler else 0, "files": len(samples)},
-        workers_drained=_run.get("drained", []), expected_workers=workers)
+        start_ns=_run["start_ns"],
+        end_ns=end_ns,
+        server=counts,
+        deleted=deleted,
+        monitor={
+            "url": _run.get("monitor_url", ""),
+            "sampled": bool(sampler),
+            "samples": sampler.samples if sampler else 0,
+            "files": len(samples),
+        },
+        workers_drained=_run.get("drained", []),
+        expected_workers=workers,
+        load_cpu_s=load_cpu,
+    )
     runfile.write(Path(settings.out_dir), run)
     logger.info("jetcheck: wrote %s", json.dumps({"run_id": settings.run_id, "out": settings.out_dir}))
     _run.clear()

@@ -58,8 +58,9 @@ def sample(monitor_url: str, run_id: str) -> dict:
 class MonitorSampler:
     """A thread sampling every `interval` seconds until `stop()`; rows are written every `write_every` samples."""
 
-    def __init__(self, monitor_url: str, out_dir: Path, run_id: str, interval: float = 1.0,
-                 write_every: int = 30) -> None:
+    def __init__(
+        self, monitor_url: str, out_dir: Path, run_id: str, interval: float = 1.0, write_every: int = 30
+    ) -> None:
         self.monitor_url = monitor_url.rstrip("/")
         self.run_id = run_id
         self.interval = interval
@@ -67,8 +68,9 @@ class MonitorSampler:
         self.samples = 0
         self.failures = 0
         self._rows: list[dict] = []
-        self._files = RollingParquet(Path(out_dir) / "samples", "samples", arrow_schema(SAMPLE_FIELDS),
-                                     roll_rows=3600, roll_seconds=3600)
+        self._files = RollingParquet(
+            Path(out_dir) / "samples", "samples", arrow_schema(SAMPLE_FIELDS), roll_rows=3600, roll_seconds=3600
+        )
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="jetcheck-monitor", daemon=True)
 

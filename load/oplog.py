@@ -1,10 +1,12 @@
 """The operation log of one load process: rows appended on the hot path, written to Parquet by a native thread.
 
-A row costs one ``array.extend`` of nine integers: what does not change between a user's operations (user, op,
-stream, subject, payload size) is a *context* index, and error classes are indexed too. Full chunks are handed to a
-single native writer thread (gevent's thread pool under Locust, so the write does not stall the hub) that turns
-them into Arrow columns with numpy and writes ``ops/ops-<pid>-<n>.parquet`` (jetcheck.records.OP_FIELDS). At most
-`max_pending` chunks wait for the writer; beyond that the producer waits: memory stays flat for any run length.
+A row costs one ``array.extend`` of nine integers (drivers hold `OpLog.extend`, the bound method of one array that
+lives as long as the log): what does not change between a user's operations (user, op, stream, subject, payload
+size) is a *context* index, and error classes are indexed too. `flush` (called periodically and by `add`) copies
+the rows out and hands the chunk to a single native writer thread (gevent's thread pool under Locust, so the write
+does not stall the hub) that turns them into Arrow columns with numpy and writes ``ops/ops-<pid>-<n>.parquet``
+(jetcheck.records.OP_FIELDS). At most `max_pending` chunks wait for the writer; beyond that the producer waits:
+memory stays flat for any run length.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 # which would stall the load (and show as send delay) the first time a chunk is written.
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet  # noqa: F401
+import pyarrow.parquet
 
 from jetcheck.records import OP_FIELDS, arrow_schema
 
@@ -49,8 +51,16 @@ def native_executor():
 class OpLog:
     """Rows of one process; `add` is the hot path, `flush` hands over what is buffered, `close` finishes files."""
 
-    def __init__(self, out_dir: Path, run_id: str, scenario: str, chunk_rows: int = 32768,
-                 roll_rows: int = 2_000_000, roll_seconds: float = 300.0, max_pending: int = 4) -> None:
+    def __init__(
+        self,
+        out_dir: Path,
+        run_id: str,
+        scenario: str,
+        chunk_rows: int = 32768,
+        roll_rows: int = 2_000_000,
+        roll_seconds: float = 300.0,
+        max_pending: int = 4,
+    ) -> None:
         self.run_id = run_id
         self.scenario = scenario
         self.pid = os.getpid()
@@ -58,14 +68,16 @@ class OpLog:
         self.max_pending = max_pending
         self.rows_added = 0
         self._buf = array("q")
+        self.extend = self._buf.extend  # the hot path: extend((ctx, intended, start, end, err, code, seq, dc, e2e))
         self._contexts: list[tuple[int, str, str, str, int]] = []
         self._context_index: dict[tuple[int, str, str, str, int], int] = {}
         self._errors: list[str] = [""]
         self._error_index: dict[str, int] = {"": 0}
         self._pending: list[Future] = []
         self._executor = native_executor()
-        self._files = RollingParquet(Path(out_dir) / "ops", f"ops-{self.pid}", arrow_schema(OP_FIELDS),
-                                     roll_rows, roll_seconds)
+        self._files = RollingParquet(
+            Path(out_dir) / "ops", f"ops-{self.pid}", arrow_schema(OP_FIELDS), roll_rows, roll_seconds
+        )
         self._last_flush = time.monotonic()
         self.closed = False
 
@@ -85,8 +97,18 @@ class OpLog:
             self._errors.append(name)
         return index
 
-    def add(self, ctx: int, intended_ns: int, start_ns: int, end_ns: int, error: int = 0, error_code: int = 0,
-            stream_seq: int = 0, delivery_count: int = 0, e2e_ns: int = NO_E2E) -> None:
+    def add(
+        self,
+        ctx: int,
+        intended_ns: int,
+        start_ns: int,
+        end_ns: int,
+        error: int = 0,
+        error_code: int = 0,
+        stream_seq: int = 0,
+        delivery_count: int = 0,
+        e2e_ns: int = NO_E2E,
+    ) -> None:
         buf = self._buf
         buf.extend((ctx, intended_ns, start_ns, end_ns, error, error_code, stream_seq, delivery_count, e2e_ns))
         if len(buf) >= self.chunk_slots:
@@ -103,16 +125,26 @@ class OpLog:
         self._last_flush = time.monotonic()
         if not self._buf:
             return
-        chunk, self._buf = self._buf, array("q")
+        chunk = array("q", self._buf)
+        del self._buf[:]
         self.rows_added += len(chunk) // SLOTS
         self._pending = [f for f in self._pending if not f.done()]
         while len(self._pending) >= self.max_pending:
             self._pending.pop(0).result()  # backpressure: the writer is behind
         self._pending.append(self._executor.submit(self._write, chunk, tuple(self._contexts), tuple(self._errors)))
 
-    def flush_if_older(self, seconds: float) -> None:
-        if time.monotonic() - self._last_flush >= seconds:
+    def flush_if_due(self, seconds: float) -> None:
+        """Flush when the buffer is a chunk or more (rows added through `extend`) or `seconds` have passed."""
+        if len(self._buf) >= self.chunk_slots or time.monotonic() - self._last_flush >= seconds:
             self.flush()
+
+    async def flush_periodically(self, every_s: float = 1.0, check_s: float = 0.1) -> None:
+        """Run on the loop that records: hands rows over by size or age until the log is closed."""
+        import asyncio
+
+        while not self.closed:
+            self.flush_if_due(every_s)
+            await asyncio.sleep(check_s)
 
     def close(self) -> list[Path]:
         """Write everything, finish the open file; returns every file this log wrote. Idempotent."""

@@ -14,8 +14,9 @@ from pathlib import Path
 class RollingParquet:
     """Writes tables of one schema to ``directory/<stem>-<n>.parquet``, starting a new file by rows or age."""
 
-    def __init__(self, directory: Path, stem: str, schema, roll_rows: int = 2_000_000,
-                 roll_seconds: float = 300.0) -> None:
+    def __init__(
+        self, directory: Path, stem: str, schema, roll_rows: int = 2_000_000, roll_seconds: float = 300.0
+    ) -> None:
         self.directory = Path(directory)
         self.stem = stem
         self.schema = schema
@@ -38,7 +39,7 @@ class RollingParquet:
         if self._writer is None:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._final, self._part = self._next_names()
-            self._writer = pq.ParquetWriter(self._part, self.schema, compression="zstd")
+            self._writer = pq.ParquetWriter(self._part, self.schema, compression="snappy")
             self._rows_in_file = 0
             self._opened_at = time.monotonic()
         self._writer.write_table(table)

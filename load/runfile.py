@@ -13,9 +13,11 @@ from .scenarios import LoadSettings
 LOAD_FILE = "load.json"
 OPS_DIR = "ops"
 SAMPLES_DIR = "samples"
-CLOCK_NOTE = ("all times are wall-clock ns (time.time_ns) taken on one machine, so publisher and consumer "
-              "processes share a clock; runs across machines need synchronised clocks for e2e_ns and "
-              "cross-process ordering")
+CLOCK_NOTE = (
+    "all times are wall-clock ns (time.time_ns) taken on one machine, so publisher and consumer "
+    "processes share a clock; runs across machines need synchronised clocks for e2e_ns and "
+    "cross-process ordering"
+)
 
 
 def _version(dist: str) -> str:
@@ -25,9 +27,22 @@ def _version(dist: str) -> str:
         return ""
 
 
-def describe(settings: LoadSettings, *, processes: int, duration_s: float | None, server_url: str,
-             server_version: str, start_ns: int, end_ns: int, server: dict[str, Any], deleted: list[str],
-             monitor: dict[str, Any], workers_drained: list[dict], expected_workers: int) -> dict[str, Any]:
+def describe(
+    settings: LoadSettings,
+    *,
+    processes: int,
+    duration_s: float | None,
+    server_url: str,
+    server_version: str,
+    start_ns: int,
+    end_ns: int,
+    server: dict[str, Any],
+    deleted: list[str],
+    monitor: dict[str, Any],
+    workers_drained: list[dict],
+    expected_workers: int,
+    load_cpu_s: dict[str, float],
+) -> dict[str, Any]:
     spec = settings.spec
     return {
         "run_id": settings.run_id,
@@ -55,6 +70,7 @@ def describe(settings: LoadSettings, *, processes: int, duration_s: float | None
         "monitor": monitor,
         "workers_drained": workers_drained,
         "expected_workers": expected_workers,
+        "load_cpu_s": load_cpu_s,  # CPU seconds each load process spent from test start to drained, by pid
         "ops_dir": OPS_DIR,
         "samples_dir": SAMPLES_DIR,
         "overflow": "open-loop ops not sent because max_inflight were outstanding: ok=false, error_class=Overflow",

@@ -31,18 +31,32 @@ class Scenario:
         return tuple(r for r, kind in ((PUBLISHER, self.publisher), (CONSUMER, self.consumer)) if kind)
 
 
-SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
-    Scenario("publish-sync", "js publish, waiting for each ack", publisher="sync"),
-    Scenario("publish-async", "js publish_async pipelined, bounded in-flight", publisher="async"),
-    Scenario("pull-consume", "pull consumer fetch + ack over a prefilled stream", consumer="pull", prefill=True,
-             paced=False),
-    Scenario("ordered-consume", "ordered consumer over a prefilled stream", consumer="ordered", prefill=True,
-             paced=False),
-    Scenario("kv", "KV put then get of the same key", publisher="kv"),
-    Scenario("end-to-end", "publishers stamp time + sequence headers, pull consumers measure end-to-end latency",
-             publisher="async", consumer="pull", stamp=True),
-    Scenario("mixed", "async publishers and pull consumers on one stream", publisher="async", consumer="pull"),
-)}
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        Scenario("publish-sync", "js publish, waiting for each ack", publisher="sync"),
+        Scenario("publish-async", "js publish_async pipelined, bounded in-flight", publisher="async"),
+        Scenario(
+            "pull-consume",
+            "pull consumer fetch + ack over a prefilled stream",
+            consumer="pull",
+            prefill=True,
+            paced=False,
+        ),
+        Scenario(
+            "ordered-consume", "ordered consumer over a prefilled stream", consumer="ordered", prefill=True, paced=False
+        ),
+        Scenario("kv", "KV put then get of the same key", publisher="kv"),
+        Scenario(
+            "end-to-end",
+            "publishers stamp time + sequence headers, pull consumers measure end-to-end latency",
+            publisher="async",
+            consumer="pull",
+            stamp=True,
+        ),
+        Scenario("mixed", "async publishers and pull consumers on one stream", publisher="async", consumer="pull"),
+    )
+}
 
 
 def scenario(name: str) -> Scenario:
@@ -129,12 +143,21 @@ async def setup(settings: LoadSettings, nc) -> None:
 
         await js.create_key_value(KeyValueConfig(bucket=settings.kv_bucket, history=1, storage=StorageType.FILE))
         return
-    await js.add_stream(StreamConfig(name=settings.stream, subjects=[settings.subject_root + ".>"],
-                                     storage=StorageType.FILE, num_replicas=1))
+    await js.add_stream(
+        StreamConfig(
+            name=settings.stream, subjects=[settings.subject_root + ".>"], storage=StorageType.FILE, num_replicas=1
+        )
+    )
     if spec.consumer == "pull":
-        await js.add_consumer(settings.stream, ConsumerConfig(
-            durable_name=settings.durable, ack_policy=AckPolicy.EXPLICIT, ack_wait=60,
-            max_ack_pending=max(10_000, settings.fetch_batch * settings.users * 4)))
+        await js.add_consumer(
+            settings.stream,
+            ConsumerConfig(
+                durable_name=settings.durable,
+                ack_policy=AckPolicy.EXPLICIT,
+                ack_wait=60,
+                max_ack_pending=max(10_000, settings.fetch_batch * settings.users * 4),
+            ),
+        )
     if spec.prefill and settings.prefill > 0:
         await prefill(js, settings)
 
@@ -157,14 +180,24 @@ async def server_counts(settings: LoadSettings, nc) -> dict[str, Any]:
     js = nc.jetstream()
     counts: dict[str, Any] = {}
     state = (await js.stream_info(settings.stream)).state
-    counts["stream"] = {"name": settings.stream, "messages": state.messages, "first_seq": state.first_seq,
-                        "last_seq": state.last_seq, "bytes": state.bytes}
+    counts["stream"] = {
+        "name": settings.stream,
+        "messages": state.messages,
+        "first_seq": state.first_seq,
+        "last_seq": state.last_seq,
+        "bytes": state.bytes,
+    }
     if settings.spec.consumer == "pull":
         info = await js.consumer_info(settings.stream, settings.durable)
-        counts["consumer"] = {"name": settings.durable, "delivered": info.delivered.consumer_seq,
-                              "delivered_stream_seq": info.delivered.stream_seq,
-                              "ack_floor": info.ack_floor.consumer_seq, "num_ack_pending": info.num_ack_pending,
-                              "num_redelivered": info.num_redelivered, "num_pending": info.num_pending}
+        counts["consumer"] = {
+            "name": settings.durable,
+            "delivered": info.delivered.consumer_seq,
+            "delivered_stream_seq": info.delivered.stream_seq,
+            "ack_floor": info.ack_floor.consumer_seq,
+            "num_ack_pending": info.num_ack_pending,
+            "num_redelivered": info.num_redelivered,
+            "num_pending": info.num_pending,
+        }
     if settings.spec.prefill:
         counts["prefill"] = settings.prefill
     return counts

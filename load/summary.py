@@ -16,9 +16,16 @@ COLUMNS = ["user", "process", "op", "ok", "error_class", "intended_ns", "start_n
 
 def read_ops(out_dir: Path, columns: list[str] | None = None):
     """Every finished op-log file of the run as one Arrow table."""
+    import pyarrow as pa
     import pyarrow.dataset as ds
 
-    return ds.dataset(Path(out_dir) / runfile.OPS_DIR, format="parquet").to_table(columns=columns or COLUMNS)
+    from jetcheck.records import OP_FIELDS, arrow_schema
+
+    schema = arrow_schema(OP_FIELDS)
+    ops_dir = Path(out_dir) / runfile.OPS_DIR
+    if not ops_dir.is_dir():  # nothing was logged at all
+        return pa.table({name: pa.array([], schema.field(name).type) for name in columns or COLUMNS})
+    return ds.dataset(ops_dir, format="parquet", schema=schema).to_table(columns=columns or COLUMNS)
 
 
 def _quantiles_us(values) -> dict[str, float]:
@@ -45,8 +52,12 @@ def summarize(out_dir: Path) -> dict[str, Any]:
         by_class: dict[str, int] = {}
         for name in errors["error_class"].to_pylist():
             by_class[name] = by_class.get(name, 0) + 1
-        entry: dict[str, Any] = {"count": rows.num_rows, "ok": ok.num_rows, "errors": by_class,
-                                 "overflow": by_class.get("Overflow", 0)}
+        entry: dict[str, Any] = {
+            "count": rows.num_rows,
+            "ok": ok.num_rows,
+            "errors": by_class,
+            "overflow": by_class.get("Overflow", 0),
+        }
         if ok.num_rows:
             first = pc.min(ok["intended_ns"]).as_py()
             last = pc.max(ok["end_ns"]).as_py()
@@ -92,17 +103,22 @@ def record_checks(run: dict[str, Any], table) -> list[dict[str, Any]]:
         check("consume rows == acknowledged deliveries", ok_rows("consume"), acked)
     if scenario == "ordered-consume":
         consumed = table.filter(pc.equal(table["op"], "consume"))
-        per_user = pc.value_counts(pc.binary_join_element_wise(
-            pc.cast(consumed["process"], "string"), pc.cast(consumed["user"], "string"), "/")).to_pylist()
+        per_user = pc.value_counts(
+            pc.binary_join_element_wise(
+                pc.cast(consumed["process"], "string"), pc.cast(consumed["user"], "string"), "/"
+            )
+        ).to_pylist()
         for item in per_user:
             check(f"ordered user {item['values']} read the stream", item["counts"], stream["messages"])
     return checks
 
 
 def format_summary(run: dict[str, Any], summary: dict[str, Any]) -> str:
-    lines = [f"run {run['run_id']}: {run['scenario']} ({run['mode']} loop"
-             + (f", target {run['rate']:g} ops/s" if run.get("rate") else "")
-             + f"), {run['users']} users in {run['processes']} process(es), nats-server {run['server_version']}"]
+    lines = [
+        f"run {run['run_id']}: {run['scenario']} ({run['mode']} loop"
+        + (f", target {run['rate']:g} ops/s" if run.get("rate") else "")
+        + f"), {run['users']} users in {run['processes']} process(es), nats-server {run['server_version']}"
+    ]
     for op, entry in summary["ops"].items():
         line = f"  {op:8} ok {entry['ok']:>9}  errors {sum(entry['errors'].values()):>6}"
         if "rate_per_s" in entry:

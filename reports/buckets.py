@@ -1,4 +1,4 @@
-"""Latency percentiles with a stated accuracy, merged exactly, computed where the data is (Spark).
+"""Latency percentiles with a stated accuracy, merged exactly, computed where the data is (Spark executors).
 
 Every non-negative integer value (nanoseconds) falls into a log-linear bucket, the layout HdrHistogram uses:
 values below SUB_BUCKETS keep their own bucket (exact); above that each power of two is split into SUB_BUCKETS
@@ -51,38 +51,33 @@ def accuracy_note(bits: int = SUB_BUCKET_BITS, what: str = "latency percentiles"
     )
 
 
-def bucket_sql(value: str, bits: int = SUB_BUCKET_BITS) -> str:
-    """A Spark SQL expression giving the bucket index of the bigint column/expression `value`."""
-    # floor(log2) in double can be one off near powers of two: correct it with exact integer shifts.
-    e0 = f"CAST(FLOOR(LOG2({value})) AS INT)"
-    exponent = f"({e0} - IF(SHIFTLEFT(1L, {e0}) > {value}, 1, 0) + IF(SHIFTLEFT(1L, {e0} + 1) <= {value}, 1, 0))"
-    shift = f"({exponent} - {bits})"
-    return (
-        f"CASE WHEN {value} < 0 THEN -1L WHEN {value} < {1 << bits} THEN CAST({value} AS BIGINT) "
-        f"ELSE CAST({shift} AS BIGINT) * {1 << bits} + SHIFTRIGHT({value}, {shift}) END"
-    )
-
-
 def bucket_of(values: np.ndarray, bits: int = SUB_BUCKET_BITS) -> np.ndarray:
-    """The same bucket index as bucket_sql, in numpy (for tests and for reading a table back)."""
+    """The bucket index of each value (int64 ns); -1 for negative values."""
     values = np.asarray(values, dtype=np.int64)
-    out = np.where(values < 0, -1, values)
+    out = values.copy()
+    out[values < 0] = -1
     big = values >= (1 << bits)
-    exponent = np.zeros_like(values)
-    exponent[big] = np.array([int(v).bit_length() - 1 for v in values[big]], dtype=np.int64)
-    shift = exponent - bits
-    out[big] = shift[big] * (1 << bits) + (values[big] >> shift[big])
+    if big.any():
+        large = values[big]
+        exponent = np.floor(np.log2(large.astype(np.float64))).astype(np.int64)
+        exponent -= (np.left_shift(1, exponent) > large).astype(np.int64)
+        # 1 << 63 overflows int64: values that large (146 years in ns) already have the right exponent
+        exponent += ((exponent < 62) & (np.left_shift(1, np.minimum(exponent + 1, 62)) <= large)).astype(np.int64)
+        shift = exponent - bits
+        out[big] = shift * (1 << bits) + np.right_shift(large, shift)
     return out
 
 
-def bucket_table(frame, keys: Sequence[str], value: str = "value", bits: int = SUB_BUCKET_BITS):
-    """Group a Spark DataFrame's `value` column into (keys, bucket, count, vmin, vmax)."""
-    from pyspark.sql import functions as F
-
+def reduce_by_key(keys: np.ndarray, counts: np.ndarray, vmin: np.ndarray, vmax: np.ndarray):
+    """Merge rows with equal keys: counts add, min/max stay exact. Returns (keys, counts, vmin, vmax)."""
+    order = np.argsort(keys, kind="stable")
+    keys, counts, vmin, vmax = keys[order], counts[order], vmin[order], vmax[order]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     return (
-        frame.withColumn("bucket", F.expr(bucket_sql(value, bits)))
-        .groupBy(*keys, "bucket")
-        .agg(F.count(F.lit(1)).alias("count"), F.min(value).alias("vmin"), F.max(value).alias("vmax"))
+        keys[starts],
+        np.add.reduceat(counts, starts),
+        np.minimum.reduceat(vmin, starts),
+        np.maximum.reduceat(vmax, starts),
     )
 
 

@@ -6,10 +6,12 @@ seconds since the run's origin (load.json start_ns, or the first intended send),
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from jetcheck.reports import buckets
 from jetcheck.reports.inputs import ResultSet
@@ -20,11 +22,10 @@ NS = 1_000_000_000
 # Latency-over-time charts get about this many intervals, each at least a second long.
 TIME_SLOTS = 120
 METRICS = {
-    # name: (Spark SQL expression, applies to failed operations too, what it means)
-    "response": ("end_ns - intended_ns", False, "response time: reply - intended send (includes send delay)"),
-    "service": ("end_ns - start_ns", False, "service time: reply - actual send"),
-    "send_delay": ("start_ns - intended_ns", True, "send delay: actual send - intended send"),
-    "e2e": ("e2e_ns", False, "end-to-end: delivery - publish stamp (one machine, one clock)"),
+    "response": "response time: reply - intended send (includes send delay)",
+    "service": "service time: reply - actual send",
+    "send_delay": "send delay: actual send - intended send (failed operations included)",
+    "e2e": "end-to-end: delivery - publish stamp (one machine, one clock)",
 }
 GROUP = ("scenario", "op")
 _SPARK_TYPES = {"string": "string", "int32": "int", "int64": "bigint", "bool": "boolean", "double": "double"}
@@ -68,22 +69,129 @@ def _origin_and_span(ops, info: dict[str, Any]) -> tuple[int, int, int]:
     return int(origin or 0), int(last or 0), int(count)
 
 
-def _latency_long(ops, origin_ns: int, slot_ns: int):
-    """One row per (operation, metric) with its value and time slot: the input of the bucket tables."""
+METRIC_NAMES = tuple(METRICS)
+WHOLE_RUN = -1  # the slot of the whole-run bucket rows
+PARTIAL_SCHEMA = (
+    "scenario string, op string, metric string, slot int, bucket bigint, count bigint, vmin bigint, vmax bigint"
+)
+_LATENCY_INPUT = ("scenario", "op", "ok", "intended_ns", "start_ns", "end_ns", "e2e_ns")
+_SLOT_LIMIT = (1 << 24) - 2
+_REDUCE_AT = 2_000_000  # partial rows held before they are merged
+
+
+def _metric_values(columns: dict[str, np.ndarray]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per metric: (mask of the rows it applies to, values of those rows). Mirrors METRICS."""
+    ok = columns["ok"]
+    e2e = columns["e2e_ns"]
+    return {
+        "response": (ok, (columns["end_ns"] - columns["intended_ns"])[ok]),
+        "service": (ok, (columns["end_ns"] - columns["start_ns"])[ok]),
+        "send_delay": (np.ones_like(ok), columns["start_ns"] - columns["intended_ns"]),
+        # e2e_ns is -1 on operations that are not stamped deliveries: they have no e2e value at all
+        "e2e": (ok & (e2e != -1), e2e[ok & (e2e != -1)]),
+    }
+
+
+class PartialHistograms:
+    """Bucket counts of one Spark partition, built with numpy from Arrow batches (runs in the executors).
+
+    Two tables in one pass: whole-run buckets at full precision (slot WHOLE_RUN) and per-time-slot buckets at
+    coarse precision. Rows are keyed by one packed int64 (group, metric, slot, bucket) and merged by sorting.
+    """
+
+    def __init__(self, origin_ns: int, slot_ns: int):
+        self.origin_ns, self.slot_ns = origin_ns, slot_ns
+        self.groups: dict[tuple[str, str], int] = {}
+        self.parts: list[tuple[np.ndarray, ...]] = []
+        self.held = 0
+
+    def _group_codes(self, batch) -> np.ndarray:
+        import pyarrow.compute as pc
+
+        scenario = pc.dictionary_encode(batch.column("scenario"))
+        op = pc.dictionary_encode(batch.column("op"))
+        pairs = {}
+        for s_index, s_name in enumerate(scenario.dictionary.to_pylist()):
+            for o_index, o_name in enumerate(op.dictionary.to_pylist()):
+                pairs[(s_index, o_index)] = self.groups.setdefault((s_name, o_name), len(self.groups))
+        width = len(op.dictionary)
+        lookup = np.zeros(max(1, len(scenario.dictionary) * width), dtype=np.int64)
+        for (s_index, o_index), code in pairs.items():
+            lookup[s_index * width + o_index] = code
+        s_idx = scenario.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        o_idx = op.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        return lookup[s_idx * width + o_idx]
+
+    @staticmethod
+    def _key(group: np.ndarray, metric: int, slot: np.ndarray, bucket: np.ndarray) -> np.ndarray:
+        return (((group << 2 | metric) << 24 | (slot + 1)) << 18) | (bucket + 1)
+
+    def add(self, batch) -> None:
+        columns = {name: batch.column(name).to_numpy(zero_copy_only=False) for name in _LATENCY_INPUT[2:]}
+        group = self._group_codes(batch)
+        slot = np.clip((columns["end_ns"] - self.origin_ns) // self.slot_ns, 0, _SLOT_LIMIT)
+        per_metric = _metric_values(columns)
+        for metric, name in enumerate(METRIC_NAMES):
+            mask, values = per_metric[name]
+            ones = np.ones(len(values), dtype=np.int64)
+            fine = buckets.bucket_of(values)
+            coarse = buckets.bucket_of(values, buckets.COARSE_BITS)
+            whole_slot = np.full(len(values), WHOLE_RUN, dtype=np.int64)
+            self.parts.append((self._key(group[mask], metric, whole_slot, fine), ones, values, values))
+            self.parts.append((self._key(group[mask], metric, slot[mask], coarse), ones, values, values))
+            self.held += 2 * len(values)
+        if self.held > _REDUCE_AT:
+            self._reduce()
+
+    def _reduce(self) -> None:
+        if self.parts:
+            merged = [np.concatenate(column) for column in zip(*self.parts, strict=True)]
+            self.parts = [buckets.reduce_by_key(*merged)]
+            self.held = len(self.parts[0][0])
+
+    def batch(self):
+        """The merged rows as one Arrow batch of PARTIAL_SCHEMA."""
+        import pyarrow as pa
+
+        self._reduce()
+        keys, counts, vmin, vmax = self.parts[0] if self.parts else [np.zeros(0, dtype=np.int64)] * 4
+        bucket = (keys & ((1 << 18) - 1)) - 1
+        slot = ((keys >> 18) & ((1 << 24) - 1)) - 1
+        metric = (keys >> 42) & 3
+        group = keys >> 44
+        names = list(self.groups)
+        return pa.RecordBatch.from_pydict(
+            {
+                "scenario": pa.array([names[g][0] for g in range(len(names))], pa.string()).take(group),
+                "op": pa.array([names[g][1] for g in range(len(names))], pa.string()).take(group),
+                "metric": pa.array(list(METRIC_NAMES), pa.string()).take(metric),
+                "slot": pa.array(slot.astype(np.int32)),
+                "bucket": pa.array(bucket),
+                "count": pa.array(counts),
+                "vmin": pa.array(vmin),
+                "vmax": pa.array(vmax),
+            }
+        )
+
+
+def partial_histograms(batches, origin_ns: int, slot_ns: int):
+    """mapInArrow function: Arrow batches of _LATENCY_INPUT in, one batch of PARTIAL_SCHEMA out."""
+    histograms = PartialHistograms(origin_ns, slot_ns)
+    for batch in batches:
+        if batch.num_rows:
+            histograms.add(batch)
+    yield histograms.batch()
+
+
+def _bucket_tables(ops, origin_ns: int, slot_ns: int):
+    """(whole-run buckets, per-slot buckets), merged across partitions in Spark; persisted by the caller."""
     from pyspark.sql import functions as F
 
-    pairs = ", ".join(f"'{name}', CAST({expr} AS BIGINT)" for name, (expr, _, _) in METRICS.items())
-    failed_too = [name for name, (_, all_ops, _) in METRICS.items() if all_ops]
-    long = ops.select(
-        *GROUP,
-        "ok",
-        "e2e_ns",
-        F.expr(f"CAST(FLOOR((end_ns - {origin_ns}) / {slot_ns}) AS INT)").alias("slot"),
-        F.expr(f"stack({len(METRICS)}, {pairs}) AS (metric, value)"),
+    partial = ops.select(*_LATENCY_INPUT).mapInArrow(
+        functools.partial(partial_histograms, origin_ns=origin_ns, slot_ns=slot_ns), PARTIAL_SCHEMA
     )
-    # e2e_ns is -1 for operations that are not stamped deliveries: those have no e2e value at all.
-    return long.where(
-        (F.col("ok") | F.col("metric").isin(failed_too)) & ~((F.col("metric") == "e2e") & (F.col("e2e_ns") == -1))
+    return partial.groupBy("scenario", "op", "metric", "slot", "bucket").agg(
+        F.sum("count").alias("count"), F.min("vmin").alias("vmin"), F.max("vmax").alias("vmax")
     )
 
 
@@ -128,11 +236,13 @@ def _samples(spark, result_set: ResultSet, origin_ns: int) -> pd.DataFrame:
 
 def aggregate_load(spark, result_set: ResultSet) -> LoadTables:
     """Reduce one result set's load logs to LoadTables."""
+    from pyspark.sql import functions as F
+
     info = result_set.load_info()
     notes = [
         buckets.accuracy_note(),
         buckets.accuracy_note(buckets.COARSE_BITS, "latency over time"),
-        *(f"{name}: {meaning}" for name, (_, _, meaning) in METRICS.items()),
+        *METRICS.values(),
     ]
     notes.append(
         "throughput counts operations by the second they completed; latency excludes failed operations "
@@ -162,16 +272,15 @@ def aggregate_load(spark, result_set: ResultSet) -> LoadTables:
     slot_ns = int(slot_s * NS)
 
     keys = [*GROUP, "metric"]
-    long = _latency_long(ops, origin_ns, slot_ns)
-    whole = buckets.bucket_table(long, keys).persist()
+    merged = _bucket_tables(ops, origin_ns, slot_ns).persist()
     try:
+        whole = merged.where(F.col("slot") == WHOLE_RUN).drop("slot")
         latency = _to_pandas(buckets.percentiles(whole, keys)).sort_values(keys).reset_index(drop=True)
         distribution_q = [(f"q{ppm}", ppm) for ppm in buckets.DISTRIBUTION_QUANTILES]
         wide = _to_pandas(buckets.percentiles(whole, keys, distribution_q))
+        over_time = _to_pandas(buckets.percentiles(merged.where(F.col("slot") != WHOLE_RUN), [*keys, "slot"]))
     finally:
-        whole.unpersist()
-    per_slot = buckets.bucket_table(long, [*keys, "slot"], bits=buckets.COARSE_BITS)
-    over_time = _to_pandas(buckets.percentiles(per_slot, [*keys, "slot"]))
+        merged.unpersist()
     distribution = wide.melt(
         id_vars=keys, value_vars=[label for label, _ in distribution_q], var_name="quantile", value_name="value_ns"
     )

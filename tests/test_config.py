@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from jetcheck.fixtures.binaries import DEFAULT_VERSION
 
 from jetcheck.config import OPTIONS, ConfigError, resolve
-from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.redact import REDACTED, redact_text, redact_url
 
 
@@ -51,7 +51,7 @@ def test_bad_values_name_the_option_and_the_problem(cli, message):
 
 def test_bad_environment_value_names_the_variable():
     """A bad environment value names the variable."""
-    with pytest.raises(ConfigError, match="^JETCHECK_PROFILE: expected one of fast, thorough"):
+    with pytest.raises(ConfigError, match=r"^JETCHECK_PROFILE: expected one of fast, thorough"):
         resolve(cli={}, env={"JETCHECK_PROFILE": "slow"})
 
 

@@ -7,16 +7,15 @@ a bucket stream created exactly as ADR-8 lists it; checks named `client` exercis
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 
 import nats.js.errors
 import pytest
-from jetcheck.conformance.jsapi import NS, ApiError, api, purge
+from jetcheck.conformance.jsapi import NS, ApiError, api, purge, subject_messages
 
 pytestmark = pytest.mark.asyncio
 
-WATCH_TIMEOUT_S = 2.0
+WATCH_TIMEOUT_S = 1.0
 EXPECTED_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
 KV_OPERATION = "KV-Operation"
 TWO_MINUTES_NS = 120 * NS
@@ -41,7 +40,6 @@ async def adr8_bucket(nc, bucket: str, history: int = 1) -> str:
         "storage": "file",
         "discard": "new",
         "num_replicas": 1,
-        "rollup_hdrs": True,
         "allow_rollup_hdrs": True,
         "deny_delete": True,
         "allow_direct": True,
@@ -56,27 +54,6 @@ async def publish_raw(nc, subject: str, payload: bytes = b"", headers: dict[str,
     return json.loads(reply.data)
 
 
-def _parse_headers(raw: str) -> dict[str, str]:
-    lines = raw.split("\r\n")[1:]  # the first line is NATS/1.0
-    return {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in lines if ":" in line)}
-
-
-async def subject_messages(nc, stream: str, subject: str) -> list[tuple[int, bytes, dict[str, str]]]:
-    """(seq, payload, headers) of every message the stream holds on `subject`, in order (raw MSG.GET)."""
-    found, seq = [], 0
-    while True:
-        try:
-            data = await api(nc, f"$JS.API.STREAM.MSG.GET.{stream}", {"seq": seq + 1, "next_by_subj": subject})
-        except ApiError as exc:
-            if exc.err_code == 10037:  # no message found
-                return found
-            raise
-        message = data["message"]
-        seq = message["seq"]
-        headers = _parse_headers(base64.b64decode(message.get("hdrs") or b"").decode())
-        found.append((seq, base64.b64decode(message.get("data") or b""), headers))
-
-
 async def watched(watcher, count: int | None = None) -> list:
     """Entries up to and including the end-of-initial-data None (or `count` entries); a missing one fails."""
     entries: list = []
@@ -89,6 +66,14 @@ async def watched(watcher, count: int | None = None) -> list:
         entries.append(entry)
         if (count is None and entry is None) or (count is not None and len(entries) == count):
             return entries
+
+
+async def within(awaitable, what: str):
+    """`awaitable`'s result; not finishing within the watch timeout fails the check (it waits for end-of-data)."""
+    try:
+        return await asyncio.wait_for(awaitable, WATCH_TIMEOUT_S)
+    except TimeoutError:
+        pytest.fail(f"{what} did not finish within {WATCH_TIMEOUT_S}s (no end-of-initial-data signal?)")
 
 
 def _show(entry) -> str:
@@ -182,9 +167,9 @@ async def test_history_keeps_the_newest_revisions_per_key(js, nc, bucket):
     await kv.put("other", b"o")
     revisions = [await kv.put("k", str(i).encode()) for i in range(5)]
     kept = await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.k")
-    assert [seq for seq, _, _ in kept] == revisions[-3:], f"kept {kept}, puts were revisions {revisions}"
+    assert [m.seq for m in kept] == revisions[-3:], f"kept {kept}, puts were revisions {revisions}"
     assert len(await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.other")) == 1
-    history = await asyncio.wait_for(kv.history("k"), WATCH_TIMEOUT_S)
+    history = await within(kv.history("k"), "history()")
     assert [(e.revision, e.value) for e in history] == list(zip(revisions[-3:], [b"2", b"3", b"4"], strict=True))
 
 
@@ -199,7 +184,7 @@ async def test_put_returns_the_revision_and_get_the_latest_entry(js, nc, bucket)
     await kv.put("c", b"x")
     latest = await kv.put("a.b", b"2")
     stored = await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.a.b")
-    assert [seq for seq, _, _ in stored] == [first, latest] == [1, 3]
+    assert [m.seq for m in stored] == [first, latest] == [1, 3]
     entry = await kv.get("a.b")
     assert (entry.bucket, entry.key, entry.value, entry.revision) == (bucket, "a.b", b"2", latest)
 
@@ -214,7 +199,7 @@ async def test_expected_subject_sequence_zero_creates_only_a_new_key(nc, bucket)
     again = await publish_raw(nc, subject, b"v2", {EXPECTED_SUBJECT_SEQ: "0"})
     error = again.get("error")
     assert error == {"code": 400, "err_code": 10071, "description": "wrong last sequence: 1"}, f"got {again}"
-    assert [p for _, p, _ in await subject_messages(nc, stream, subject)] == [b"v1"]
+    assert [m.payload for m in await subject_messages(nc, stream, subject)] == [b"v1"]
 
 
 @pytest.mark.rule("kv.create-purge-aware")
@@ -255,7 +240,7 @@ async def test_expected_subject_sequence_is_a_compare_and_set(nc, bucket):
     assert "error" not in updated and updated["seq"] == 3, f"update with the current revision refused: {updated}"
     stale = await publish_raw(nc, subject, b"v3", {EXPECTED_SUBJECT_SEQ: str(first)})
     assert stale.get("error") == {"code": 400, "err_code": 10071, "description": "wrong last sequence: 3"}, stale
-    assert [p for _, p, _ in await subject_messages(nc, stream, subject)] == [b"v1", b"v2"]
+    assert [m.payload for m in await subject_messages(nc, stream, subject)] == [b"v1", b"v2"]
 
 
 @pytest.mark.rule("kv.update-client")
@@ -279,8 +264,8 @@ async def test_delete_stores_a_del_marker_and_keeps_history(js, nc, bucket):
     await kv.put("k", b"v2")
     await kv.delete("k")
     stored = await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.k")
-    assert [p for _, p, _ in stored] == [b"v1", b"v2", b""], f"history not kept: {stored}"
-    assert stored[-1][2].get(KV_OPERATION) == "DEL", f"delete marker headers: {stored[-1][2]}"
+    assert [m.payload for m in stored] == [b"v1", b"v2", b""], f"history not kept: {stored}"
+    assert stored[-1].headers.get(KV_OPERATION) == "DEL", f"delete marker: {stored[-1]}"
     with pytest.raises(nats.js.errors.KeyNotFoundError):
         await kv.get("k")
 
@@ -294,8 +279,8 @@ async def test_purge_leaves_only_the_purge_marker(js, nc, bucket):
     await kv.put("other", b"o")
     await kv.purge("k")
     stored = await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.k")
-    assert len(stored) == 1 and stored[0][1] == b"", f"purge left {stored}"
-    headers = stored[0][2]
+    assert len(stored) == 1 and stored[0].payload == b"", f"purge left {stored}"
+    headers = stored[0].headers
     assert (headers.get(KV_OPERATION), headers.get("Nats-Rollup")) == ("PURGE", "sub"), f"marker: {headers}"
     assert len(await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.other")) == 1
     with pytest.raises(nats.js.errors.KeyNotFoundError):
@@ -351,7 +336,7 @@ async def test_keys_lists_live_keys_only(js, bucket):
     await kv.put("a", b"again")
     await kv.delete("d")
     await kv.purge("e")
-    keys = await asyncio.wait_for(kv.keys(), WATCH_TIMEOUT_S)
+    keys = await within(kv.keys(), "keys()")
     assert sorted(keys) == ["a", "b.c"]
 
 

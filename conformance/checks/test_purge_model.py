@@ -11,6 +11,8 @@ from jetcheck.conformance.jsapi import ApiError, api, create_stream, purge, stor
 from jetcheck.conformance.model import PubAck, PurgeResult, StreamModel, StreamState
 from jetcheck.conformance.programs import Operation, Publish, programs, render
 
+from .test_limits_model import PROPERTY_TIMEOUT_S
+
 
 def _relative(root: str, subjects: dict[str, int]) -> dict[str, int]:
     return {subject[len(root) + 1 :]: count for subject, count in subjects.items()}
@@ -55,7 +57,8 @@ async def _run_program(nc, names, program: list[Operation]) -> None:
         await api(nc, f"$JS.API.STREAM.DELETE.{name}")
 
 
-@pytest.mark.rule("purge.documented-model")
+@pytest.mark.rule("model.publish-purge")
+@pytest.mark.timeout(PROPERTY_TIMEOUT_S)
 def test_publish_and_purge_programs_match_the_reference_model(target, names, hypothesis_settings, observe):
     """Programs of publishes (with ids) and purges of every variant give the PubAcks and state the rules predict."""
     examples = 0

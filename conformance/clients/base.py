@@ -56,6 +56,7 @@ class Documented:
 
     ordered_idle_heartbeat_s: float  # the ordered consumer's heartbeat when the application sets none
     missed_heartbeats: str  # how the client tells the application that heartbeats stopped ("" when it does not)
+    heartbeat_behaviour: str = ""  # what the client does instead, in a sentence (for findings)
 
 
 class EventLog:

@@ -29,7 +29,12 @@ from .base import (
 # nats.js.client.JetStreamContext.subscribe: an ordered consumer gets idle_heartbeat 5 s unless one is given.
 DOCUMENTED = Documented(
     ordered_idle_heartbeat_s=5.0,
-    missed_heartbeats="",  # nats-py has no missed-heartbeat error: ordered subscriptions reset, others stay silent
+    missed_heartbeats="",  # nats-py has no missed-heartbeat error or warning
+    heartbeat_behaviour=(
+        "only ordered push subscriptions watch heartbeats (every 2 intervals) and reset silently; plain push "
+        "subscriptions with idle_heartbeat are never told; fetch(heartbeat=) waits for its whole timeout and "
+        "raises FetchTimeoutError if a heartbeat arrived, else nats.errors.TimeoutError"
+    ),
 )
 
 

@@ -51,7 +51,7 @@ def broken_proxy(upstream_url: str, breakers: tuple[str, ...]) -> Iterator[str]:
         yield url
     finally:
         proc.terminate()
-        proc.wait(10)
+        proc.communicate(timeout=10)
 
 
 def certify(server: str, out: Path, *pytest_args: str) -> tuple[int, list[CheckResult]]:

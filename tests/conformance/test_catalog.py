@@ -6,7 +6,6 @@ import importlib
 import pkgutil
 
 import pytest
-
 from jetcheck.conformance import checks
 from jetcheck.conformance.catalog import CatalogError, load_catalog, parse_area
 

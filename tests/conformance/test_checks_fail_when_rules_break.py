@@ -6,8 +6,8 @@ import pytest
 
 from .proofs import broken_proxy, certify, markexpr, outcome, proof
 
-BASIC = "publish,dedup,purge"
-MODEL = "purge.documented-model"
+BASIC = "publish,dedup,purge,model"
+MODEL = "model.publish-purge"
 PROOFS = [
     proof(
         "strip-msg-id",
@@ -60,6 +60,7 @@ PROOFS = [
         {"purge.keep", "purge.keep-at-least-count", "purge.filter-keep", "purge.seq-keep-rejected", MODEL},
     ),
     proof("purge-hide-errors", BASIC, {"purge.seq-keep-rejected", "purge.unknown-stream", MODEL}),
+    proof("create-drop-limits", "model", {"model.limits-discard-deletes"}),
 ]
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from jetcheck.conformance.model import SEQ_AND_KEEP, PubAck, PurgeResult, StreamModel, subject_matches
 
 

@@ -1,0 +1,329 @@
+"""Object stores (ADR-20): the bucket stream, chunks and digests, replace and delete, list, watch, meta, links.
+
+`client` checks exercise nats-py's object store API; `wire` checks read what it stored on the bucket's stream
+through the raw JetStream API (and write by hand what nats-py cannot, such as a link's info message).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+
+import nats.js.errors
+import pytest
+import pytest_asyncio
+from jetcheck.conformance.jsapi import api, subject_messages
+from nats.js.api import ObjectMeta, ObjectMetaOptions
+from nats.js.object_store import ObjectStore
+
+pytestmark = pytest.mark.asyncio
+
+DEFAULT_CHUNK = 128 * 1024
+WATCH_TIMEOUT_S = 1.0
+ZERO_TIMES = (None, "", "0001-01-01T00:00:00Z")
+
+
+def digest_of(data: bytes) -> str:
+    return "SHA-256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).decode()
+
+
+def meta_subject(bucket: str, name: str) -> str:
+    return f"$O.{bucket}.M.{base64.urlsafe_b64encode(name.encode()).decode()}"
+
+
+def sample(size: int) -> bytes:
+    """Bytes that differ from chunk to chunk, so a chunk in the wrong place changes the digest."""
+    return bytes((i * 7 + i // 1000) % 251 for i in range(size))
+
+
+@pytest.fixture
+def bucket(names):
+    return names.bucket()
+
+
+@pytest_asyncio.fixture
+async def obs(js, bucket):
+    return await js.create_object_store(bucket)
+
+
+async def stored_info(nc, bucket: str, name: str) -> list[dict]:
+    """Every info message stored for `name`, decoded."""
+    return [json.loads(m.payload) for m in await subject_messages(nc, f"OBJ_{bucket}", meta_subject(bucket, name))]
+
+
+async def write_info(nc, bucket: str, info: dict) -> None:
+    """Store an info message by hand, as ADR-20 lays it out (rolled up per name)."""
+    reply = await nc.request(
+        meta_subject(bucket, info["name"]), json.dumps(info).encode(), timeout=5, headers={"Nats-Rollup": "sub"}
+    )
+    ack = json.loads(reply.data)
+    assert "error" not in ack, f"storing the info message failed: {ack}"
+
+
+async def watched(watcher, count: int | None = None) -> list:
+    """Infos up to and including the end-of-initial-data None (or `count` of them); a missing one fails."""
+    seen: list = []
+    while True:
+        try:
+            info = await watcher.updates(timeout=WATCH_TIMEOUT_S)
+        except nats.errors.TimeoutError:
+            pytest.fail(f"watch stalled after {[_show(i) for i in seen]}: nothing more within {WATCH_TIMEOUT_S}s")
+        seen.append(info)
+        if (count is None and info is None) or (count is not None and len(seen) == count):
+            return seen
+
+
+async def within(awaitable, what: str):
+    """`awaitable`'s result; not finishing within the watch timeout fails the check (it waits for end-of-data)."""
+    try:
+        return await asyncio.wait_for(awaitable, WATCH_TIMEOUT_S)
+    except TimeoutError:
+        pytest.fail(f"{what} did not finish within {WATCH_TIMEOUT_S}s (no end-of-initial-data signal?)")
+
+
+def _show(info) -> str:
+    if info is None:
+        return "<end of initial data>"
+    return f"{info.name}:{'deleted' if info.deleted else info.size}"
+
+
+# --- the bucket and what an object is on the wire ----------------------------------------------------------------
+
+
+@pytest.mark.rule("objectstore.bucket-stream")
+async def test_bucket_is_an_obj_stream_on_chunk_and_meta_subjects(js, nc, bucket):
+    """create_object_store makes OBJ_<b> on $O.<b>.C.> and $O.<b>.M.>, discard new, rollup and direct allowed."""
+    await js.create_object_store(bucket)
+    config = (await api(nc, f"$JS.API.STREAM.INFO.OBJ_{bucket}"))["config"]
+    got = {k: config.get(k) for k in ("subjects", "discard", "allow_rollup_hdrs", "allow_direct")}
+    expected = {
+        "subjects": [f"$O.{bucket}.C.>", f"$O.{bucket}.M.>"],
+        "discard": "new",
+        "allow_rollup_hdrs": True,
+        "allow_direct": True,
+    }
+    assert got == expected, f"object store stream differs from ADR-20: {got}"
+
+
+@pytest.mark.rule("objectstore.put-get")
+async def test_put_reports_the_digest_and_get_returns_the_bytes(obs, bucket):
+    """put returns name, bucket, size, chunks and the SHA-256 digest; get returns the same bytes."""
+    data = sample(1000)
+    info = await obs.put("docs/report.txt", data)
+    got = (info.name, info.bucket, info.size, info.chunks, info.digest)
+    assert got == ("docs/report.txt", bucket, 1000, 1, digest_of(data)), f"put returned {got}"
+    result = await obs.get("docs/report.txt")
+    assert result.data == data
+    assert (result.info.size, result.info.digest) == (1000, digest_of(data))
+    empty = await obs.put("empty", b"")
+    assert (empty.size, empty.chunks, (await obs.get("empty")).data) == (0, 0, b"")
+
+
+@pytest.mark.rule("objectstore.wire-layout")
+async def test_object_is_chunks_plus_one_info_message(obs, nc, bucket):
+    """Chunks sit on $O.<b>.C.<nuid>; the info on $O.<b>.M.<base64url(name)> names that nuid, size and digest."""
+    data = sample(5000)
+    info = await obs.put("a name/with spaces", data)
+    infos = await stored_info(nc, bucket, "a name/with spaces")
+    assert len(infos) == 1, f"expected one info message, found {infos}"
+    stored = infos[0]
+    shown = {k: stored.get(k) for k in ("name", "bucket", "nuid", "size", "chunks", "digest")}
+    assert shown == {
+        "name": "a name/with spaces",
+        "bucket": bucket,
+        "nuid": info.nuid,
+        "size": 5000,
+        "chunks": 1,
+        "digest": digest_of(data),
+    }
+    chunks = await subject_messages(nc, f"OBJ_{bucket}", f"$O.{bucket}.C.{info.nuid}")
+    assert b"".join(m.payload for m in chunks) == data
+
+
+@pytest.mark.rule("objectstore.mtime-not-stored")
+async def test_stored_info_has_no_modification_time(obs, nc, bucket, observe):
+    """The info message written by put carries no mtime (absent or zero)."""
+    await obs.put("o", b"data")
+    stored = (await stored_info(nc, bucket, "o"))[0]
+    observe("stored_mtime", stored.get("mtime"))
+    assert stored.get("mtime") in ZERO_TIMES, (
+        f"ADR-20: 'Modified time is never stored'; nats-py put stored mtime={stored.get('mtime')!r}"
+    )
+
+
+@pytest.mark.rule("objectstore.chunking")
+async def test_large_objects_are_split_into_chunks(obs, nc, bucket):
+    """300 KiB is stored as 128 KiB + 128 KiB + 44 KiB; max_chunk_size 4096 splits 10000 bytes in 3."""
+    data = sample(300 * 1024)
+    info = await obs.put("big", data)
+    chunks = await subject_messages(nc, f"OBJ_{bucket}", f"$O.{bucket}.C.{info.nuid}")
+    assert [len(m.payload) for m in chunks] == [DEFAULT_CHUNK, DEFAULT_CHUNK, 300 * 1024 - 2 * DEFAULT_CHUNK]
+    assert info.chunks == 3 and (await obs.get("big")).data == data
+    small = sample(10_000)
+    meta = ObjectMeta(name="small", options=ObjectMetaOptions(max_chunk_size=4096))
+    info = await obs.put("small", small, meta=meta)
+    chunks = await subject_messages(nc, f"OBJ_{bucket}", f"$O.{bucket}.C.{info.nuid}")
+    assert [len(m.payload) for m in chunks] == [4096, 4096, 10_000 - 8192] and info.chunks == 3
+
+
+@pytest.mark.rule("objectstore.digest-verified")
+async def test_get_refuses_bytes_that_do_not_match_the_digest(obs, nc, bucket):
+    """When the stored digest does not match the chunks, get raises DigestMismatchError."""
+    await obs.put("o", sample(3000))
+    info = (await stored_info(nc, bucket, "o"))[0]
+    await write_info(nc, bucket, info | {"digest": digest_of(b"something else")})
+    with pytest.raises(nats.js.errors.DigestMismatchError):
+        await obs.get("o")
+
+
+# --- replace, delete, list ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.rule("objectstore.replace")
+async def test_second_put_replaces_the_object(obs, nc, bucket):
+    """A second put under a name keeps one info message, drops the old chunks and serves the new bytes."""
+    first = await obs.put("o", sample(2000))
+    second = await obs.put("o", b"new bytes")
+    assert first.nuid != second.nuid
+    infos = await stored_info(nc, bucket, "o")
+    assert [i["nuid"] for i in infos] == [second.nuid], f"info messages for the name: {infos}"
+    assert await subject_messages(nc, f"OBJ_{bucket}", f"$O.{bucket}.C.{first.nuid}") == []
+    assert (await obs.get("o")).data == b"new bytes"
+
+
+@pytest.mark.rule("objectstore.delete")
+async def test_deleted_object_is_not_found(obs, nc, bucket):
+    """After delete, get and get_info raise not found, the chunks are gone and the info says deleted."""
+    info = await obs.put("o", sample(1000))
+    await obs.delete("o")
+    with pytest.raises(nats.js.errors.ObjectNotFoundError):
+        await obs.get("o")
+    with pytest.raises(nats.js.errors.ObjectNotFoundError):
+        await obs.get_info("o")
+    assert await subject_messages(nc, f"OBJ_{bucket}", f"$O.{bucket}.C.{info.nuid}") == []
+    infos = await stored_info(nc, bucket, "o")
+    assert len(infos) == 1 and infos[0].get("deleted") is True, f"info after delete: {infos}"
+    assert (await obs.get_info("o", show_deleted=True)).deleted is True
+
+
+@pytest.mark.rule("objectstore.delete-missing")
+async def test_deleting_a_missing_object_is_an_error(obs):
+    """delete of a name never put raises ObjectNotFoundError."""
+    await obs.put("present", b"x")
+    with pytest.raises(nats.js.errors.ObjectNotFoundError):
+        await obs.delete("absent")
+
+
+@pytest.mark.rule("objectstore.list")
+async def test_list_returns_live_objects(obs):
+    """list() returns every live object's info and leaves deleted ones out."""
+    for name in ("a", "b", "c"):
+        await obs.put(name, name.encode() * 10)
+    await obs.delete("b")
+    listed = sorted((i.name, bool(i.deleted)) for i in await within(obs.list(), "list()"))
+    assert listed == [("a", False), ("c", False)], (
+        f"ADR-20: 'When listing objects, filter those objects that have been deleted'; list() gave {listed}"
+    )
+
+
+# --- watch -------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.rule("objectstore.watch")
+async def test_watch_sends_current_infos_then_end_of_data_then_changes(obs):
+    """watch() yields each object's info, then None, then later puts and deletes."""
+    await obs.put("a", b"1" * 10)
+    await obs.put("b", b"2" * 20)
+    watcher = await obs.watch()
+    try:
+        assert [_show(i) for i in await watched(watcher)] == ["a:10", "b:20", "<end of initial data>"]
+        await obs.put("c", b"3" * 30)
+        await obs.delete("a")
+        assert [_show(i) for i in await watched(watcher, count=2)] == ["c:30", "a:deleted"]
+    finally:
+        await watcher.stop()
+
+
+@pytest.mark.rule("objectstore.watch-updates-only")
+async def test_watch_updates_only_sends_only_later_changes(obs):
+    """watch(updates_only=True) yields only what changes after it started."""
+    await obs.put("old", b"x")
+    watcher = await obs.watch(updates_only=True)
+    try:
+        await obs.put("new", b"yy")
+        assert [_show(i) for i in await watched(watcher, count=1)] == ["new:2"]
+    finally:
+        await watcher.stop()
+
+
+# --- meta updates and links --------------------------------------------------------------------------------------
+
+
+@pytest.mark.rule("objectstore.update-meta")
+async def test_update_meta_changes_description_not_bytes(obs):
+    """update_meta sets description and headers; bytes, size and digest stay; a deleted object refuses it."""
+    data = sample(500)
+    await obs.put("o", data)
+    await obs.update_meta("o", ObjectMeta(name="o", description="annotated", headers={"X-A": ["1"]}))
+    info = await obs.get_info("o")
+    assert (info.description, info.headers, info.size, info.digest) == (
+        "annotated",
+        {"X-A": ["1"]},
+        500,
+        digest_of(data),
+    )
+    assert (await obs.get("o")).data == data
+    await obs.put("gone", b"x")
+    await obs.delete("gone")
+    with pytest.raises(nats.js.errors.NotFoundError):
+        await obs.update_meta("gone", ObjectMeta(name="gone", description="too late"))
+
+
+@pytest.mark.rule("objectstore.rename")
+async def test_update_meta_renames_to_a_free_name_only(obs):
+    """Renaming to a name held by a live object is refused; to an unused name it moves the object."""
+    await obs.put("o", b"payload")
+    await obs.put("taken", b"other")
+    with pytest.raises(nats.js.errors.ObjectAlreadyExists):
+        await obs.update_meta("o", ObjectMeta(name="taken"))
+    assert (await obs.get("taken")).data == b"other"
+    try:
+        await obs.update_meta("o", ObjectMeta(name="moved"))
+    except nats.js.errors.ObjectAlreadyExists:
+        pytest.fail(
+            "ADR-20 allows renaming through UpdateMeta; nats-py refused a rename to the unused name 'moved' "
+            "(its update_meta checks whether the old name, not the new one, is taken)"
+        )
+    assert (await obs.get("moved")).data == b"payload"
+    with pytest.raises(nats.js.errors.ObjectNotFoundError):
+        await obs.get("o")
+
+
+@pytest.mark.rule("objectstore.link-get")
+async def test_get_of_a_link_returns_the_linked_object(obs, nc, bucket):
+    """A link's get returns the target's bytes; once the target is deleted the link is not found."""
+    target = await obs.put("target", b"linked bytes")
+    link = {"name": "link", "bucket": bucket, "nuid": target.nuid + "L", "size": 0, "chunks": 0}
+    await write_info(nc, bucket, link | {"options": {"link": {"bucket": bucket, "name": "target"}}})
+    assert (await obs.get("link")).data == b"linked bytes"
+    await obs.delete("target")
+    with pytest.raises(nats.js.errors.ObjectNotFoundError):
+        await obs.get("link")
+
+
+@pytest.mark.rule("objectstore.add-link-rules")
+async def test_add_link_refuses_deleted_targets_and_links(obs):
+    """AddLink links to a live object, and refuses a deleted object or another link as the target."""
+    add_link = getattr(obs, "add_link", None)
+    if add_link is None:
+        pytest.fail(f"ADR-20 proposes AddLink as required API; nats-py's {ObjectStore.__qualname__} has no add_link")
+    target = await obs.put("target", b"x")
+    link = await add_link("link", target)
+    assert (await obs.get("link")).data == b"x"
+    with pytest.raises(nats.js.errors.Error):
+        await add_link("link-to-link", link)
+    await obs.delete("target")
+    with pytest.raises(nats.js.errors.Error):
+        await add_link("link-to-deleted", target)

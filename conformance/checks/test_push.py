@@ -1,0 +1,160 @@
+"""Push consumers as nats-py's js.subscribe makes them: durable, ephemeral, and shared by a queue group."""
+
+from __future__ import annotations
+
+import asyncio
+
+import nats.errors
+import nats.js.errors
+import pytest
+from jetcheck.conformance.jsapi import ApiError, api, eventually
+
+pytestmark = pytest.mark.asyncio
+
+RECEIVE_TIMEOUT_S = 1.0
+QUIET_S = 0.3  # how long a member must stay silent once every message has been received
+
+
+async def consumer_config(nc, stream: str, name: str) -> dict:
+    return (await api(nc, f"$JS.API.CONSUMER.INFO.{stream}.{name}"))["config"]
+
+
+async def received(sub, count: int) -> list:
+    """The next `count` messages of `sub`; a missing one fails the check with what did arrive."""
+    messages = []
+    for _ in range(count):
+        try:
+            messages.append(await sub.next_msg(timeout=RECEIVE_TIMEOUT_S))
+        except nats.errors.TimeoutError:
+            got = [m.data for m in messages]
+            pytest.fail(f"expected {count} messages, got {got} and nothing more within {RECEIVE_TIMEOUT_S}s")
+    return messages
+
+
+async def publish_numbered(js, subject: str, numbers: range) -> None:
+    for n in numbers:
+        await js.publish(subject, str(n).encode())
+
+
+@pytest.mark.rule("push.durable-config")
+async def test_durable_subscribe_creates_a_named_push_consumer(js, nc, make_stream, names):
+    """subscribe(durable=d) creates push consumer d with a deliver subject and the filter, and delivers in order."""
+    stream = await make_stream()
+    durable = names.consumer()
+    await publish_numbered(js, stream.subject("a"), range(1, 4))
+    sub = await js.subscribe(stream.subject("a"), durable=durable)
+    try:
+        messages = await received(sub, 3)
+        assert [m.data for m in messages] == [b"1", b"2", b"3"]
+        config = await consumer_config(nc, stream.name, durable)
+        got = (config.get("durable_name"), bool(config.get("deliver_subject")), config.get("filter_subject"))
+        assert got == (durable, True, stream.subject("a")), f"consumer config {config}"
+    finally:
+        await sub.unsubscribe()
+
+
+@pytest.mark.rule("push.durable-resumes")
+async def test_durable_push_consumer_resumes_after_the_last_ack(js, nc, target, make_stream, names):
+    """After the first subscriber's connection closes, a new subscription resumes after its acknowledged messages."""
+    stream = await make_stream()
+    subject, durable = stream.subject("a"), names.consumer()
+    await publish_numbered(js, subject, range(1, 3))
+    first = await target.connect()
+    try:
+        sub = await first.jetstream().subscribe(subject, durable=durable, manual_ack=True)
+        for message in await received(sub, 2):
+            await message.ack_sync()
+    finally:
+        await first.close()
+
+    async def unbound() -> bool:
+        return not (await api(nc, f"$JS.API.CONSUMER.INFO.{stream.name}.{durable}")).get("push_bound", False)
+
+    assert await eventually(unbound, timeout=5), "the consumer stayed push-bound after its connection closed"
+    await publish_numbered(js, subject, range(3, 5))
+    sub = await js.subscribe(subject, durable=durable, manual_ack=True)
+    try:
+        messages = await received(sub, 2)
+        assert [m.data for m in messages] == [b"3", b"4"], "the durable did not resume after its last ack"
+        try:
+            extra = await sub.next_msg(timeout=QUIET_S)
+        except nats.errors.TimeoutError:
+            return
+        pytest.fail(f"an acknowledged message came again: {extra.data!r}")
+    finally:
+        await sub.unsubscribe()
+
+
+@pytest.mark.rule("push.ephemeral")
+async def test_ephemeral_push_consumer_goes_once_unsubscribed(js, nc, make_stream, observe):
+    """subscribe() without durable makes an unnamed-durable push consumer, removed after inactive_threshold."""
+    stream = await make_stream()
+    await publish_numbered(js, stream.subject("a"), range(1, 3))
+    sub = await js.subscribe(stream.subject("a"), inactive_threshold=0.5)
+    messages = await received(sub, 2)
+    assert [m.data for m in messages] == [b"1", b"2"]
+    name = messages[0].metadata.consumer
+    config = await consumer_config(nc, stream.name, name)
+    assert not config.get("durable_name") and config.get("deliver_subject"), f"consumer config {config}"
+    await sub.unsubscribe()
+    started = asyncio.get_running_loop().time()
+
+    async def removed() -> bool:
+        try:
+            await api(nc, f"$JS.API.CONSUMER.INFO.{stream.name}.{name}")
+        except ApiError as exc:
+            return exc.err_code == 10014  # consumer not found
+        return False
+
+    assert await eventually(removed, timeout=8, interval=0.1), "ephemeral consumer still there 8s after unsubscribe"
+    observe("removed_after_s", round(asyncio.get_running_loop().time() - started, 2))
+
+
+@pytest.mark.rule("push.queue-group")
+async def test_queue_group_members_share_the_messages(js, nc, make_stream, names, observe):
+    """Two members of a queue share one consumer with deliver_group; each message reaches exactly one of them."""
+    stream = await make_stream()
+    subject, queue = stream.subject("a"), names.consumer()
+    members = [await js.subscribe(subject, queue=queue, manual_ack=True) for _ in range(2)]
+    try:
+        config = await consumer_config(nc, stream.name, queue)
+        assert config.get("deliver_group") == queue, f"consumer config {config}"
+        total = 20
+        await publish_numbered(js, subject, range(total))
+        shares: list[list[bytes]] = [[], []]
+
+        async def drain(index: int) -> None:
+            while True:
+                try:
+                    message = await members[index].next_msg(timeout=QUIET_S)
+                except nats.errors.TimeoutError:
+                    return
+                shares[index].append(message.data)
+                await message.ack()
+
+        # Each member is read until it has been silent for QUIET_S, so a duplicate would still be seen.
+        await asyncio.gather(drain(0), drain(1))
+        observe("shares", [len(s) for s in shares])
+        together = sorted(shares[0] + shares[1], key=int)
+        assert together == [str(n).encode() for n in range(total)], f"members received {shares}"
+    finally:
+        for member in members:
+            await member.unsubscribe()
+
+
+@pytest.mark.rule("push.queue-group-enforced")
+async def test_subscriptions_must_match_the_consumers_deliver_group(js, make_stream, names):
+    """A plain subscription to a grouped consumer, and a queue one to an ungrouped one, are refused."""
+    stream = await make_stream()
+    subject, queue = stream.subject("a"), names.consumer()
+    member = await js.subscribe(subject, queue=queue)
+    try:
+        with pytest.raises(nats.js.errors.Error, match="deliver group"):
+            await js.subscribe(subject, durable=queue)
+        ungrouped = names.consumer()
+        plain = await js.subscribe(subject, durable=ungrouped)
+        await plain.unsubscribe()
+        with pytest.raises(nats.js.errors.Error, match="without a deliver group"):
+            await js.subscribe(subject, queue=ungrouped)
+    finally:
+        await member.unsubscribe()

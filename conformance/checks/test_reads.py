@@ -1,0 +1,203 @@
+"""Reading stored messages (get by sequence or subject, direct get) and deleting single messages."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import nats.errors
+import pytest
+from jetcheck.conformance.jsapi import ApiError, api, stream_state
+
+pytestmark = pytest.mark.asyncio
+
+
+NO_MESSAGE = (404, 10037, "no message found")
+DIRECT_TIMEOUT_S = 1.0
+NO_REPLY_TIMEOUT_S = 0.5
+DIRECT_HEADERS = ("Nats-Stream", "Nats-Sequence", "Nats-Subject", "Nats-Time-Stamp")
+
+# Stream sequence:  1    2    3    4
+LAYOUT = (("a", b"one"), ("b", b"two"), ("a", b"three"), ("c", b"four"))
+
+
+async def _filled(js, make_stream, **config):
+    stream = await make_stream(**config)
+    for token, payload in LAYOUT:
+        await js.publish(stream.subject(token), payload, headers={"X-Token": token})
+    return stream
+
+
+async def _get(nc, stream, **request) -> dict:
+    return (await api(nc, f"$JS.API.STREAM.MSG.GET.{stream.name}", request))["message"]
+
+
+async def _get_rejected(nc, stream, **request) -> tuple[int, int, str]:
+    with pytest.raises(ApiError) as rejected:
+        await _get(nc, stream, **request)
+    return rejected.value.code, rejected.value.err_code, rejected.value.description
+
+
+def _seq_and_payload(message: dict) -> tuple[int, bytes]:
+    return message["seq"], base64.b64decode(message.get("data") or b"")
+
+
+async def _direct(nc, subject: str, body: dict | None = None):
+    payload = b"" if body is None else json.dumps(body).encode()
+    return await nc.request(subject, payload, timeout=DIRECT_TIMEOUT_S)
+
+
+def _status(msg) -> str | None:
+    return (msg.headers or {}).get("Status")
+
+
+async def _delete(nc, stream, seq: int, **request) -> dict:
+    return await api(nc, f"$JS.API.STREAM.MSG.DELETE.{stream.name}", {"seq": seq, **request})
+
+
+@pytest.mark.rule("reads.get-by-sequence")
+async def test_get_by_sequence_returns_the_stored_message(js, nc, make_stream):
+    """MSG.GET with seq 2 returns subject, sequence, payload, headers and time of message 2."""
+    stream = await _filled(js, make_stream)
+    message = await _get(nc, stream, seq=2)
+    assert (message["subject"], *_seq_and_payload(message)) == (stream.subject("b"), 2, b"two")
+    headers = base64.b64decode(message.get("hdrs") or b"").decode()
+    assert "X-Token: b" in headers, f"stored headers not returned: {headers!r}"
+    assert message.get("time"), "no time in the stored message"
+
+
+@pytest.mark.rule("reads.get-missing")
+async def test_get_of_a_missing_sequence_is_rejected_with_10037(js, nc, make_stream):
+    """MSG.GET of a deleted sequence, or one beyond the last, is refused with 404/10037."""
+    stream = await _filled(js, make_stream)
+    await _delete(nc, stream, 2)
+    for seq in (2, 99):
+        assert await _get_rejected(nc, stream, seq=seq) == NO_MESSAGE, f"seq {seq}"
+
+
+@pytest.mark.rule("reads.get-last-by-subject")
+async def test_get_last_by_subject_returns_the_newest_on_it(js, nc, make_stream):
+    """MSG.GET last_by_subj `a` returns sequence 3; a subject with no message is refused with 404/10037."""
+    stream = await _filled(js, make_stream)
+    message = await _get(nc, stream, last_by_subj=stream.subject("a"))
+    assert (message["subject"], *_seq_and_payload(message)) == (stream.subject("a"), 3, b"three")
+    assert await _get_rejected(nc, stream, last_by_subj=stream.subject("none")) == NO_MESSAGE
+
+
+@pytest.mark.rule("reads.get-next-by-subject")
+async def test_get_next_by_subject_returns_the_first_at_or_after_seq(js, nc, make_stream):
+    """MSG.GET with next_by_subj `a` returns sequence 1 from seq 1, 3 from seq 2, and nothing from seq 4."""
+    stream = await _filled(js, make_stream)
+    subject = stream.subject("a")
+    assert _seq_and_payload(await _get(nc, stream, seq=1, next_by_subj=subject)) == (1, b"one")
+    assert _seq_and_payload(await _get(nc, stream, seq=2, next_by_subj=subject)) == (3, b"three")
+    assert await _get_rejected(nc, stream, seq=4, next_by_subj=subject) == NO_MESSAGE
+
+
+@pytest.mark.rule("reads.get-bad-request")
+@pytest.mark.parametrize("request_", [{}, {"seq": 1, "last_by_subj": "a"}], ids=["empty", "seq-and-last"])
+async def test_get_without_or_with_conflicting_options_is_rejected_with_10003(js, nc, make_stream, request_):
+    """MSG.GET without a selector, or with both seq and last_by_subj, is refused with 400/10003."""
+    stream = await _filled(js, make_stream)
+    if "last_by_subj" in request_:
+        request_ = {**request_, "last_by_subj": stream.subject("a")}
+    assert await _get_rejected(nc, stream, **request_) == (400, 10003, "bad request")
+
+
+@pytest.mark.rule("reads.direct-get")
+async def test_direct_get_returns_the_raw_message_with_its_headers(js, nc, make_stream):
+    """DIRECT.GET by seq and by last_by_subj answers with the payload and the Nats-* headers."""
+    stream = await _filled(js, make_stream, allow_direct=True)
+    cases = (({"seq": 2}, ("b", 2, b"two")), ({"last_by_subj": stream.subject("a")}, ("a", 3, b"three")))
+    for body, (token, seq, payload) in cases:
+        msg = await _direct(nc, f"$JS.API.DIRECT.GET.{stream.name}", body)
+        headers = msg.headers or {}
+        assert _status(msg) is None, f"{body}: status {_status(msg)}"
+        assert all(h in headers for h in DIRECT_HEADERS), f"{body}: headers {sorted(headers)}"
+        found = (headers["Nats-Stream"], headers["Nats-Subject"], int(headers["Nats-Sequence"]), msg.data)
+        assert found == (stream.name, stream.subject(token), seq, payload), f"{body}: {found}"
+        assert headers.get("X-Token") == token, f"{body}: stored header missing"
+
+
+@pytest.mark.rule("reads.direct-get-subject-appended")
+async def test_direct_get_with_the_subject_appended_returns_its_last_message(js, nc, make_stream):
+    """DIRECT.GET.<stream>.<subject> returns the last message on the subject; with a payload it answers 408."""
+    stream = await _filled(js, make_stream, allow_direct=True)
+    subject = f"$JS.API.DIRECT.GET.{stream.name}.{stream.subject('a')}"
+    msg = await _direct(nc, subject)
+    assert _status(msg) is None, f"status {_status(msg)}"
+    assert (int(msg.headers["Nats-Sequence"]), msg.data) == (3, b"three")
+    assert _status(await _direct(nc, subject, {"seq": 1})) == "408"
+
+
+@pytest.mark.rule("reads.direct-get-not-found")
+async def test_direct_get_of_a_missing_message_answers_404(js, nc, make_stream):
+    """DIRECT.GET for a missing sequence or subject answers status 404 without payload; an empty request 408."""
+    stream = await _filled(js, make_stream, allow_direct=True)
+    api_subject = f"$JS.API.DIRECT.GET.{stream.name}"
+    for body in ({"seq": 99}, {"last_by_subj": stream.subject("none")}):
+        msg = await _direct(nc, api_subject, body)
+        assert (_status(msg), msg.data) == ("404", b""), f"{body}: status {_status(msg)}, payload {msg.data!r}"
+    assert _status(await _direct(nc, api_subject)) == "408"
+
+
+@pytest.mark.rule("reads.direct-get-needs-allow-direct")
+async def test_direct_get_without_allow_direct_has_no_responder(js, nc, make_stream, observe):
+    """Without allow_direct, a DIRECT.GET request gets no reply message: no responders or a timeout."""
+    stream = await _filled(js, make_stream)
+    try:
+        msg = await nc.request(f"$JS.API.DIRECT.GET.{stream.name}", b'{"seq":1}', timeout=NO_REPLY_TIMEOUT_S)
+    except nats.errors.NoRespondersError:
+        observe("no_reply", "no responders")
+    except nats.errors.TimeoutError:
+        observe("no_reply", "timeout")
+    else:
+        pytest.fail(f"a stream without allow_direct answered DIRECT.GET: headers {msg.headers}, payload {msg.data!r}")
+
+
+@pytest.mark.rule("reads.delete-message")
+@pytest.mark.parametrize("no_erase", [False, True], ids=["erase", "no-erase"])
+async def test_delete_message_removes_exactly_that_message(js, nc, make_stream, no_erase):
+    """Deleting sequence 2 and then 1 leaves 3 and 4: a gap is counted, then the first sequence moves."""
+    stream = await _filled(js, make_stream)
+    request = {"no_erase": True} if no_erase else {}
+    assert (await _delete(nc, stream, 2, **request))["success"] is True
+    assert await _get_rejected(nc, stream, seq=2) == NO_MESSAGE
+    info = await api(nc, f"$JS.API.STREAM.INFO.{stream.name}")
+    state = info["state"]
+    assert (state["messages"], state["first_seq"], state.get("num_deleted")) == (3, 1, 1), f"state: {state}"
+    assert (await _delete(nc, stream, 1, **request))["success"] is True
+    state = await stream_state(nc, stream.name)
+    assert (state.messages, state.first_seq, state.last_seq) == (2, 3, 4), f"state: {state}"
+    assert _seq_and_payload(await _get(nc, stream, seq=3)) == (3, b"three")
+
+
+@pytest.mark.rule("reads.delete-missing")
+async def test_delete_of_a_missing_sequence_is_rejected(js, nc, make_stream):
+    """Deleting a removed first (10057) or inner (10043) sequence, or one beyond the last (10057), changes nothing."""
+    stream = await _filled(js, make_stream)
+    await _delete(nc, stream, 1)
+    await _delete(nc, stream, 3)
+    expected = {
+        1: (500, 10057, "no message found"),
+        3: (400, 10043, "sequence 3 not found"),
+        99: (500, 10057, "stream store EOF"),
+    }
+    for seq, rejection in expected.items():
+        with pytest.raises(ApiError) as rejected:
+            await _delete(nc, stream, seq)
+        error = rejected.value
+        assert (error.code, error.err_code, error.description) == rejection, f"deleting missing seq {seq}"
+    state = await stream_state(nc, stream.name)
+    assert (state.messages, state.first_seq, state.last_seq) == (2, 2, 4), f"state: {state}"
+
+
+@pytest.mark.rule("reads.delete-denied")
+async def test_delete_on_a_deny_delete_stream_is_rejected(js, nc, make_stream):
+    """With deny_delete, deleting a message is refused with 500/10057 and the message stays."""
+    stream = await _filled(js, make_stream, deny_delete=True)
+    with pytest.raises(ApiError) as rejected:
+        await _delete(nc, stream, 1)
+    error = rejected.value
+    assert (error.code, error.err_code, error.description) == (500, 10057, "message delete not permitted")
+    assert _seq_and_payload(await _get(nc, stream, seq=1)) == (1, b"one")

@@ -1,0 +1,51 @@
+"""Each consumers and pull check can fail: through a proxy that breaks its rule it fails, the others still pass."""
+
+from __future__ import annotations
+
+import pytest
+
+from .proofs import broken_proxy, certify, markexpr, outcome, proof
+
+# proofs.broken_proxy leaves the proxy's stdout/stderr pipes open; their ResourceWarning is not about these checks.
+
+PROOFS = [
+    proof("consumer-drop-start,consumer-drop-filters", "consumers", {
+        "consumers.deliver-last", "consumers.deliver-new", "consumers.deliver-by-start-sequence",
+        "consumers.deliver-by-start-time", "consumers.deliver-last-per-subject", "consumers.opt-start-conflict",
+        "consumers.filter-subject", "consumers.filter-subjects", "consumers.filter-validation",
+    }),
+    proof("acks-only", "consumers", {
+        "consumers.nak", "consumers.nak-delay", "consumers.in-progress", "consumers.term",
+    }),
+    proof("consumer-drop-delivery-limits,consumer-ack-policy-swap", "consumers", {
+        "consumers.max-deliver", "consumers.backoff", "consumers.backoff-max-deliver", "consumers.max-ack-pending",
+        "consumers.ack-explicit", "consumers.ack-all", "consumers.ack-none", "consumers.ack-policy-immutable",
+    }),
+    proof("consumer-info-off-by-one,consumer-hide-durable,consumer-drop-inactive-threshold,consumer-drop-ack-wait",
+          "consumers", {
+        "consumers.info-pending-counters", "consumers.info-redelivered", "consumers.deliver-new",
+        "consumers.deliver-last", "consumers.filter-subject", "consumers.filter-subjects", "consumers.ack-none",
+        "consumers.durable", "consumers.ephemeral", "consumers.ack-wait-redelivery", "consumers.max-deliver",
+        "consumers.in-progress",
+    }),
+    proof("pull-status-blur", "pull", {
+        "pull.max-bytes", "pull.expires-timeout", "pull.no-wait-empty", "pull.no-wait-partial", "pull.max-waiting",
+        "pull.max-request-batch", "pull.max-request-expires", "pull.max-request-max-bytes", "pull.consumer-deleted",
+        "pull.push-based", "pull.bad-request",
+    }),
+    proof("pull-batch-cap-2,pull-drop-max-bytes,pull-empty-body-batch-2", "pull", {
+        "pull.empty-body-one", "pull.batch", "pull.max-bytes", "pull.expires-timeout", "pull.no-wait-partial",
+        "pull.max-request-batch", "pull.max-request-max-bytes",
+    }),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", PROOFS, ids=lambda p: p.id)
+def test_breaking_a_rule_fails_exactly_its_checks(embedded_server, tmp_path, case):
+    """Certify through the breaker fails the checks of the broken rules and passes (or na) every other check."""
+    with broken_proxy(embedded_server.url, case.breakers) as url:
+        status, results = certify(url, tmp_path, "-m", markexpr(case.areas))
+    failed, odd = outcome(results)
+    assert not odd, f"checks that neither passed, failed nor were na: {odd}"
+    assert failed == case.breaks, f"expected to fail: {sorted(case.breaks)}; failed: {sorted(failed)}"
+    assert status == (1 if failed else 0)

@@ -1,0 +1,154 @@
+"""`jetcheck load` runs Locust headless against a real server: logs match what the server stored, rates hold."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pytest
+from jetcheck.load import cli, runfile
+from jetcheck.load.scenarios import SCENARIOS
+
+NS = 1_000_000_000
+
+
+def run_load(tmp_path: Path, target, *args: str) -> tuple[int, dict, dict, Path]:
+    out = tmp_path / "out"
+    server = ["--server", target.url, "--monitor", target.process.monitor_url] if target else ["--server", "local"]
+    rc = cli.main(["load", *server, "--out", str(out), *args])
+    return rc, runfile.read(out), json.loads((out / "summary.json").read_text()), out
+
+
+def ops_table(out: Path):
+    return ds.dataset(out / "ops", format="parquet").to_table()
+
+
+def assert_no_lost_records(summary: dict) -> None:
+    assert summary["checks"], "no record-count check ran"
+    failed = [c for c in summary["checks"] if not c["pass"]]
+    assert not failed, failed
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_each_scenario_logs_exactly_what_the_server_stored(tmp_path, embedded_server, scenario):
+    """Every scenario runs headless; its op-log row count equals the server's stream/consumer counts."""
+    spec = SCENARIOS[scenario]
+    args = [
+        "--scenario",
+        scenario,
+        "--duration",
+        "2s",
+        "--users",
+        "3" if spec.consumer and spec.publisher else "2",
+        "--prefill",
+        "3000",
+    ]
+    if spec.paced:
+        args += ["--rate", "1500"]
+    rc, run, summary, out = run_load(tmp_path, embedded_server, *args)
+    assert rc == 0, summary["checks"]
+    assert_no_lost_records(summary)
+    assert summary["rows"] > 0
+    assert run["scenario"] == scenario
+    assert run["deleted"] == [run["stream"]], "the run's stream was not deleted"
+    assert not list((out / "ops").glob(".*.part")), "an op-log file was left unfinished"
+    if scenario == "end-to-end":
+        assert summary["ops"]["consume"]["e2e_us"]["p50"] > 0
+
+
+def test_fixed_rate_holds_within_5_percent_with_distinct_sub_ms_percentiles(tmp_path):
+    """Against the embedded server it starts itself, 2000 ops/s over 2 users is achieved within 5%."""
+    rate = 2000.0
+    rc, run, summary, out = run_load(
+        tmp_path, None, "--scenario", "publish-async", "--rate", f"{rate:g}", "--users", "2", "--duration", "6s"
+    )
+    assert rc == 0
+    assert_no_lost_records(summary)
+    assert (run["mode"], run["rate"], run["rate_per_publisher"]) == ("open", rate, rate / 2)
+    table = ops_table(out)
+    ok = table.filter(table["ok"])
+    # completions per second in the steady middle of the run (the first and last second ramp up and drain)
+    first, last = pc.min(ok["intended_ns"]).as_py(), pc.max(ok["intended_ns"]).as_py()
+    lo, hi = first + NS, last - NS
+    done = ok.filter(pc.and_(pc.greater_equal(ok["end_ns"], lo), pc.less(ok["end_ns"], hi))).num_rows
+    achieved = done / ((hi - lo) / NS)
+    assert abs(achieved - rate) / rate < 0.05, f"achieved {achieved:.0f}/s for a target of {rate:.0f}/s"
+    service = pc.subtract(ok["end_ns"], ok["start_ns"])
+    p50, p90, p99 = pc.quantile(service, q=[0.5, 0.9, 0.99], interpolation="nearest").to_pylist()
+    assert p50 < p90 < p99, (p50, p90, p99)
+    whole_ms = pc.sum(pc.equal(pc.subtract(service, pc.multiply(pc.divide(service, 1_000_000), 1_000_000)), 0))
+    assert whole_ms.as_py() < len(service) * 0.01, "service times look rounded to whole milliseconds"
+    assert run["monitor"]["samples"] >= 3 and list((out / "samples").glob("samples-*.parquet"))
+
+
+def test_an_unsustainable_rate_shows_as_send_delay_not_as_a_slower_schedule(tmp_path, embedded_server):
+    """When the client cannot send at the target rate, intended times keep their pace and the delay is logged."""
+    _rc, _run, summary, _out = run_load(
+        tmp_path,
+        embedded_server,
+        "--scenario",
+        "publish-async",
+        "--rate",
+        "300000",
+        "--users",
+        "1",
+        "--duration",
+        "3s",
+        "--max-inflight",
+        "200000",
+    )
+    assert_no_lost_records(summary)
+    publish = summary["ops"]["publish"]
+    assert publish["rate_per_s"] < 300000 * 0.8
+    assert publish["send_delay_us"]["p99"] > 100_000, publish["send_delay_us"]  # behind by more than 100 ms
+    assert publish["response_us"]["p50"] > publish["service_us"]["p50"]
+
+
+def test_too_much_in_flight_is_counted_as_overflow(tmp_path, embedded_server):
+    """With max in-flight 5 and a rate far beyond it, unsent operations are logged as Overflow errors."""
+    rc, _run, summary, _out = run_load(
+        tmp_path,
+        embedded_server,
+        "--scenario",
+        "publish-sync",
+        "--rate",
+        "20000",
+        "--users",
+        "1",
+        "--duration",
+        "2s",
+        "--max-inflight",
+        "5",
+    )
+    assert_no_lost_records(summary)
+    publish = summary["ops"]["publish"]
+    assert publish["overflow"] > 1000
+    assert publish["ok"] > 0
+    assert rc == 0  # overflow is a measured outcome, not lost records
+
+
+def test_two_processes_write_one_log_set_each(tmp_path, embedded_server):
+    """--processes 2 runs two Locust workers; both write ops-<pid>-<n>.parquet and no record is lost."""
+    rc, run, summary, out = run_load(
+        tmp_path,
+        embedded_server,
+        "--scenario",
+        "publish-async",
+        "--rate",
+        "2000",
+        "--users",
+        "4",
+        "--processes",
+        "2",
+        "--duration",
+        "3s",
+    )
+    assert rc == 0
+    assert_no_lost_records(summary)
+    assert run["processes"] == 2 and len(run["workers_drained"]) == 2
+    pids = set(ops_table(out)["process"].to_pylist())
+    assert len(pids) == 2
+    names = {p.name.split("-")[1] for p in (out / "ops").glob("ops-*-*.parquet")}
+    assert names == {str(pid) for pid in pids}
