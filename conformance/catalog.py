@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from jetcheck.records import LEVELS
+from jetcheck.records import LEVELS, SUBJECTS
 
 CATALOG_DIR = Path(__file__).with_name("catalog")
 _ID = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9][a-z0-9.-]*$")
@@ -28,6 +28,7 @@ class Rule:
     source: str  # ADR section, docs page or server source path
     since: str  # first server version that has the rule
     varies: str = ""  # how the behaviour differs between server versions, when it does
+    subject: str = "server"  # server: the server alone decides; client: the client under test takes part
 
     @property
     def since_tuple(self) -> tuple[int, ...]:
@@ -48,6 +49,8 @@ def parse_area(text: str, origin: str) -> list[Rule]:
             raise CatalogError(f"{origin}: {rule.id}: level {rule.level!r} is not one of {LEVELS}")
         if not _VERSION.match(rule.since):
             raise CatalogError(f"{origin}: {rule.id}: since {rule.since!r} is not X.Y.Z")
+        if rule.subject not in SUBJECTS:
+            raise CatalogError(f"{origin}: {rule.id}: subject {rule.subject!r} is not one of {SUBJECTS}")
         if not rule.statement.strip() or not rule.source.strip():
             raise CatalogError(f"{origin}: {rule.id}: statement and source are required")
         rules.append(rule)

@@ -15,7 +15,7 @@ from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.target import Credentials, Target, probe
 
 from jetcheck.config import OPTIONS, Config, Option, resolve
-from jetcheck.records import JUNIT_FILE, RESULTS_FILE, STATUSES, CheckResult, read_results
+from jetcheck.records import JUNIT_FILE, RESULTS_FILE, STATUSES, SUBJECTS, CheckResult, read_results
 
 CHECKS_PACKAGE = "jetcheck.conformance.checks"
 CERTIFY_INI = Path(__file__).with_name("certify.ini")
@@ -116,7 +116,20 @@ def summarise(results: list[CheckResult]) -> str:
     for result in results:
         if result.status in ("fail", "error"):
             first = result.message.strip().splitlines()[0] if result.message.strip() else ""
-            lines.append(f"{result.status.upper():5} {result.level:6} {result.id}: {first}")
+            lines.append(f"{result.status.upper():5} {result.level:6} {result.subject:6} {result.id}: {first}")
+    lines.append("")
+    for subject in SUBJECTS:
+        of_subject = [r for r in results if r.subject == subject]
+        if of_subject:
+            whose = (
+                "the server alone"
+                if subject == "server"
+                else f"with client {of_subject[0].client['name']} {of_subject[0].client['version']}"
+            )
+            lines.append(
+                f"{subject} rules ({whose}): {len(of_subject)} checks, "
+                f"{len(must_failures(of_subject))} MUST checks neither pass nor na"
+            )
     return "\n".join(lines)
 
 

@@ -179,6 +179,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "needs(*capabilities): what the target must offer; " + ", ".join(NEEDS))
     for level in LEVELS:
         config.addinivalue_line("markers", f"{level.lower()}: checks of {level} rules")
+    config.addinivalue_line("markers", "server: checks of rules the server alone decides")
+    config.addinivalue_line("markers", "client: checks of rules the client under test takes part in")
     try:
         catalog = load_catalog()
     except CatalogError as exc:
@@ -229,6 +231,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         item.stash[RULE] = rule
         item.add_marker(getattr(pytest.mark, rule.area))
         item.add_marker(getattr(pytest.mark, rule.level.lower()))
+        item.add_marker(getattr(pytest.mark, rule.subject))
         if item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(state.config.check_timeout))
         item.user_properties.append(("rule", rule.id))
@@ -369,6 +372,7 @@ def _record(item: pytest.Item, reports: dict) -> None:
         run_id=state.run_id,
         observed=item.stash.get(OBSERVED, {}),
         server_log=redact_text(server_log, state.secrets),
+        subject=rule.subject,
     )
     _append_result(state, result)
 

@@ -12,12 +12,13 @@ from jetcheck.redact import redact_url
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from jetcheck.conformance import certify
+    from jetcheck.conformance import certify, matrix
 
     parser = argparse.ArgumentParser(prog="jetcheck", description="Conformance and load testing for NATS JetStream.")
     parser.add_argument("--version", action="version", version=f"jetcheck {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     certify.register(subparsers)
+    matrix.register(subparsers)
     for module in ("jetcheck.load.cli", "jetcheck.reports.cli"):
         try:
             __import__(module, fromlist=["register"]).register(subparsers)

@@ -18,6 +18,7 @@ from typing import Any
 
 STATUSES = ("pass", "fail", "error", "na", "skip")
 LEVELS = ("MUST", "SHOULD")
+SUBJECTS = ("server", "client")  # whose behaviour a rule judges: the server's alone, or the client's too
 
 RESULTS_FILE = "results.jsonl"
 RUN_FILE = "run.json"
@@ -43,6 +44,7 @@ class CheckResult:
     run_id: str = ""
     observed: dict[str, Any] = field(default_factory=dict)  # version-dependent behaviour seen, timings
     server_log: str = ""  # server log lines written while a failing check ran
+    subject: str = "server"  # one of SUBJECTS: a failure of a "client" rule may be the client library's
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

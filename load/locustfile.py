@@ -53,6 +53,7 @@ _user_numbers = itertools.count()
 _oplog: OpLog | None = None
 _drivers: set[Driver] = set()
 _run: dict[str, Any] = {}  # master/local: what load.json needs, filled at test start
+_run_ids_given: dict[str, tuple[str, str]] = {}  # the run id and prefix from the command line, if any
 _cpu_at_start = 0.0  # this process's CPU seconds when the test started (load.json reports the load's CPU cost)
 
 
@@ -251,9 +252,11 @@ def on_test_start(environment, **_kwargs) -> None:
     if isinstance(environment.runner, WorkerRunner):
         return
     options = environment.parsed_options
-    # the master decides the run's identity; custom options travel to the workers with the spawn message
-    options.jetcheck_run_id = options.jetcheck_run_id or "load-" + secrets.token_hex(4)
-    options.jetcheck_prefix = options.jetcheck_prefix or "jc" + secrets.token_hex(3)
+    # the master decides each test's identity (a new one per test in the web UI unless given on the command
+    # line); custom options travel to the workers with the spawn message
+    given = _run_ids_given.setdefault("ids", (options.jetcheck_run_id, options.jetcheck_prefix))
+    options.jetcheck_run_id = given[0] or "load-" + secrets.token_hex(4)
+    options.jetcheck_prefix = given[1] or "jc" + secrets.token_hex(3)
     options.jetcheck_users_total = getattr(options, "num_users", None) or 1
     settings = settings_from(options)
     _run.clear()

@@ -70,7 +70,7 @@ def bucket_of(values: np.ndarray, bits: int = SUB_BUCKET_BITS) -> np.ndarray:
 
 def reduce_by_key(keys: np.ndarray, counts: np.ndarray, vmin: np.ndarray, vmax: np.ndarray):
     """Merge rows with equal keys: counts add, min/max stay exact. Returns (keys, counts, vmin, vmax)."""
-    order = np.argsort(keys, kind="stable")
+    order = np.argsort(keys)
     keys, counts, vmin, vmax = keys[order], counts[order], vmin[order], vmax[order]
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     return (

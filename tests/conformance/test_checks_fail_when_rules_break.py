@@ -8,6 +8,7 @@ from .proofs import broken_proxy, certify, markexpr, outcome, proof
 
 BASIC = "publish,dedup,purge,model"
 MODEL = "model.publish-purge"
+LIMITS_MODEL = "model.limits-discard-deletes"
 PROOFS = [
     proof(
         "strip-msg-id",
@@ -20,6 +21,7 @@ PROOFS = [
             "dedup.window-not-extended",
             "publish.expected-last-msg-id",
             MODEL,
+            LIMITS_MODEL,
         },
     ),
     proof(
@@ -36,7 +38,14 @@ PROOFS = [
     proof(
         "puback-mark-duplicate",
         BASIC,
-        {"publish.puback-fields", "dedup.by-id-not-payload", "dedup.window-expiry", "dedup.window-not-extended", MODEL},
+        {
+            "publish.puback-fields",
+            "dedup.by-id-not-payload",
+            "dedup.window-expiry",
+            "dedup.window-not-extended",
+            MODEL,
+            LIMITS_MODEL,
+        },
     ),
     proof("create-window-1s", BASIC, {"dedup.default-window", "dedup.window-follows-max-age"}),
     proof("create-drop-window", BASIC, {"dedup.window-bounds", "dedup.window-expiry", "dedup.window-not-extended"}),

