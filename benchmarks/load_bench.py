@@ -23,11 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from nats.js.api import AckPolicy, ConsumerConfig, StorageType, StreamConfig
+
 from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.fixtures.providers import provider_for
 from jetcheck.fixtures.target import Credentials, Target
 from jetcheck.load import cli as load_cli
-from nats.js.api import AckPolicy, ConsumerConfig, StorageType, StreamConfig
 
 PAYLOAD = b"x" * 128
 INFLIGHT = 1000

@@ -10,11 +10,10 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from jetcheck.config import OPTIONS, Config, Option, resolve
 from jetcheck.fixtures.binaries import system_binary, wheel_binary
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.target import Credentials, Target, probe
-
-from jetcheck.config import OPTIONS, Config, Option, resolve
 from jetcheck.records import JUNIT_FILE, RESULTS_FILE, STATUSES, SUBJECTS, CheckResult, read_results
 
 CHECKS_PACKAGE = "jetcheck.conformance.checks"

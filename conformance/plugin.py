@@ -20,14 +20,14 @@ import nats
 import pytest
 import pytest_asyncio
 from hypothesis import HealthCheck, settings
+
+import jetcheck
+from jetcheck.config import OPTIONS, Config, ConfigError, resolve
 from jetcheck.fixtures.cleanup import create_anchor, delete_owned_streams
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.providers import ServerProvider, provider_for
 from jetcheck.fixtures.proxy import NatsProxy
 from jetcheck.fixtures.target import Credentials, ServerInfo, Target, probe, version_tuple
-
-import jetcheck
-from jetcheck.config import OPTIONS, Config, ConfigError, resolve
 from jetcheck.records import LEVELS, RESULTS_FILE, RUN_FILE, CheckResult
 from jetcheck.redact import redact_text
 

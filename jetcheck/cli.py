@@ -13,17 +13,16 @@ from jetcheck.redact import redact_url
 
 def build_parser() -> argparse.ArgumentParser:
     from jetcheck.conformance import certify, matrix
+    from jetcheck.load import cli as load_cli
+    from jetcheck.reports import cli as reports_cli
 
     parser = argparse.ArgumentParser(prog="jetcheck", description="Conformance and load testing for NATS JetStream.")
     parser.add_argument("--version", action="version", version=f"jetcheck {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     certify.register(subparsers)
     matrix.register(subparsers)
-    for module in ("jetcheck.load.cli", "jetcheck.reports.cli"):
-        try:
-            __import__(module, fromlist=["register"]).register(subparsers)
-        except ModuleNotFoundError:  # TEMPORARY while load and reports are being built
-            pass
+    load_cli.register(subparsers)
+    reports_cli.register(subparsers)
     return parser
 
 

@@ -20,12 +20,11 @@ import sys
 import time
 from pathlib import Path
 
+from jetcheck.config import ConfigError
 from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.providers import provider_for
 from jetcheck.fixtures.target import Credentials, Target, probe
-
-from jetcheck.config import ConfigError
 from jetcheck.redact import redact_url
 
 from . import runfile, summary

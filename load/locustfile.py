@@ -22,6 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import gevent
+from locust import User, constant, events, task
+from locust.runners import MasterRunner, WorkerRunner
+
 from jetcheck.fixtures.target import Target
 from jetcheck.load import bridge, runfile
 from jetcheck.load.drivers import Driver, driver_class
@@ -37,9 +40,6 @@ from jetcheck.load.scenarios import (
     setup,
     teardown,
 )
-from locust import User, constant, events, task
-from locust.runners import MasterRunner, WorkerRunner
-
 from jetcheck.redact import redact_url
 
 logger = logging.getLogger("jetcheck.load")

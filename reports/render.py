@@ -96,7 +96,14 @@ def _conformance_html(tables: ConformanceTables) -> str:
     )
     parts.append("<h3>Not applicable and skipped, with reasons</h3>")
     parts.append(html_table(tables.not_applicable, ["result_set", "id", "level", "status", "title", "message"]))
-    parts.append("<h3>Compatibility matrix (rule × server version × client)</h3>" + html_table(tables.matrix))
+    parts.append("<h3>Compatibility matrix (rule × server version × client)</h3>")
+    if len(tables.matrix.columns) > 4:  # id, title, level and more than one result column
+        parts.append(html_table(tables.matrix))
+    else:
+        parts.append(
+            "<p><em>One server and client: give several --in folders for a matrix "
+            "(tables/conformance_matrix.csv has this one's column).</em></p>"
+        )
     return "\n".join(parts)
 
 

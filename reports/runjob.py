@@ -26,6 +26,9 @@ from jetcheck.records import RESULTS_FILE
 
 LOAD_DURATION = "20s"
 LOAD_SCENARIO = "mixed"
+# Open loop at a rate the 2-core reference machine holds, so response time, service time and send delay all mean
+# something; two publishers and one consumer (mixed needs more users than consumers).
+LOAD_OPTIONS = ("--users", "3", "--consumers", "1", "--rate", "2000")
 EXIT_OK, EXIT_MUST_FAILED, EXIT_STEP_FAILED = 0, 1, 3
 
 
@@ -56,6 +59,7 @@ def default_steps(run_dir: Path, server_version: str | None = None) -> list[Step
                 LOAD_SCENARIO,
                 "--duration",
                 LOAD_DURATION,
+                *LOAD_OPTIONS,
                 "--out",
                 str(run_dir / LOAD_DIR),
                 *version,

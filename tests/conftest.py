@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+
 from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.fixtures.providers import provider_for
 from jetcheck.fixtures.target import Credentials, Target

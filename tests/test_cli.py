@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 import pytest
+
 from jetcheck.fixtures.binaries import wheel_binary
 from jetcheck.fixtures.process import NatsServerProcess
-
 from jetcheck.records import RESULTS_FILE, read_results
 
 from .conftest import SERVER_VERSION

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from jetcheck.fixtures.binaries import DEFAULT_VERSION
 
 from jetcheck.config import OPTIONS, ConfigError, resolve
+from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.redact import REDACTED, redact_text, redact_url
 
 

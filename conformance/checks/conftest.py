@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+
 from jetcheck.conformance.jsapi import create_stream
 
 

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import pytest
+
 from jetcheck.conformance.jsapi import NS, ApiError, RawPull, api, consumer_info, create_consumer, eventually
 from jetcheck.fixtures.target import version_tuple
 

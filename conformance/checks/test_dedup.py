@@ -6,6 +6,7 @@ import asyncio
 import time
 
 import pytest
+
 from jetcheck.conformance.jsapi import NS, ApiError, create_stream, purge, stream_state
 
 pytestmark = pytest.mark.asyncio

@@ -7,6 +7,7 @@ import itertools
 import json
 
 import pytest
+
 from jetcheck.conformance.jsapi import NS, api
 
 pytestmark = pytest.mark.asyncio
@@ -111,7 +112,10 @@ async def test_an_idle_push_consumer_gets_heartbeats_at_its_interval(nc, js, mak
     loop = asyncio.get_running_loop()
     idle_from, beats = loop.time(), []
     while len(beats) < 4:
-        msg = await sub.next_msg(WAIT_S)
+        try:
+            msg = await sub.next_msg(WAIT_S)
+        except TimeoutError:
+            break  # no heartbeat at all: reported below as too few heartbeats, a failure rather than an error
         assert is_heartbeat(msg), f"an idle push consumer got {msg.headers or msg.data!r}, not an idle heartbeat"
         beats.append((loop.time() - idle_from, msg))
     times = [t for t, _ in beats]

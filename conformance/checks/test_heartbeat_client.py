@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 
 import pytest
+
 from jetcheck.conformance.clients.base import MISSED_HEARTBEAT, TERMINAL
 from jetcheck.conformance.jsapi import api
 

@@ -11,6 +11,7 @@ import json
 
 import nats.js.errors
 import pytest
+
 from jetcheck.conformance.jsapi import NS, ApiError, api, purge, subject_messages
 
 pytestmark = pytest.mark.asyncio

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from jetcheck.conformance.jsapi import NS, ApiError, api, create_stream, eventually, stream_state
 from nats.js.errors import APIError
+
+from jetcheck.conformance.jsapi import NS, ApiError, api, create_stream, eventually, stream_state
 
 pytestmark = pytest.mark.asyncio
 

@@ -16,10 +16,11 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
+from nats.js.errors import APIError
+
 from jetcheck.conformance.jsapi import ApiError, api, create_stream, purge, stored_messages, stream_state
 from jetcheck.conformance.model import Limits, PubAck, PurgeResult, Rejected, StreamModel, StreamState
 from jetcheck.conformance.programs import FILTERS, MAX_KEEP, MSG_IDS, SUBJECTS
-from nats.js.errors import APIError
 
 # Steps per generated program: enough for limits to bite (max_msgs up to 6), few enough to keep a run short.
 STEPS = 15

@@ -14,9 +14,10 @@ import json
 import nats.js.errors
 import pytest
 import pytest_asyncio
-from jetcheck.conformance.jsapi import api, subject_messages
 from nats.js.api import ObjectMeta, ObjectMetaOptions
 from nats.js.object_store import ObjectStore
+
+from jetcheck.conformance.jsapi import api, subject_messages
 
 pytestmark = pytest.mark.asyncio
 

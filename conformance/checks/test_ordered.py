@@ -13,6 +13,7 @@ import itertools
 from collections import Counter
 
 import pytest
+
 from jetcheck.conformance.clients import StartPolicy
 from jetcheck.conformance.jsapi import NS, ApiError, api, eventually
 from jetcheck.fixtures.faults import delete_consumer, restart_server

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from nats.js.errors import BadRequestError
+
 from jetcheck.conformance.jsapi import purge, stream_state
 from jetcheck.fixtures.target import version_tuple
-from nats.js.errors import BadRequestError
 
 pytestmark = pytest.mark.asyncio
 

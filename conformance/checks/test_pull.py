@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from jetcheck.conformance.jsapi import NS, PullReply, RawPull, api, consumer_info, create_consumer, pull
 from jetcheck.fixtures.target import version_tuple
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from jetcheck.conformance.jsapi import ApiError, purge, stream_state
 from jetcheck.conformance.model import StreamState
 

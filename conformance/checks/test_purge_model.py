@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 from hypothesis import given
+
 from jetcheck.conformance.jsapi import ApiError, api, create_stream, purge, stored_messages, stream_state
 from jetcheck.conformance.model import PubAck, PurgeResult, StreamModel, StreamState
 from jetcheck.conformance.programs import Operation, Publish, programs, render

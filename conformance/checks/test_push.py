@@ -7,6 +7,7 @@ import asyncio
 import nats.errors
 import nats.js.errors
 import pytest
+
 from jetcheck.conformance.jsapi import ApiError, api, eventually
 
 pytestmark = pytest.mark.asyncio

@@ -7,6 +7,7 @@ import json
 
 import nats.errors
 import pytest
+
 from jetcheck.conformance.jsapi import ApiError, api, stream_state
 
 pytestmark = pytest.mark.asyncio

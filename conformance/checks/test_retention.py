@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import nats.errors
 import pytest
+
 from jetcheck.conformance.jsapi import ApiError, api, eventually, stream_state
 from jetcheck.fixtures.target import version_tuple
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from jetcheck.conformance.jsapi import ApiError, api, create_stream, stream_state
 from jetcheck.fixtures.target import version_tuple
 

@@ -9,10 +9,11 @@ from importlib import metadata
 
 import nats.errors
 import nats.js.errors
-from jetcheck.fixtures.target import Credentials, Target
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import api
+
+from jetcheck.fixtures.target import Credentials, Target
 
 from .base import (
     ERROR,

@@ -5,6 +5,8 @@
 - `adr37-heartbeats`: push consumption watched as ADR-37 asks: a missed-heartbeat warning once 2 intervals pass
   without any message, the timer reset by every message, heartbeat or not (a reference, so a check can pass).
 - `chatty-heartbeats`: the same watch with the timer reset by heartbeats only, so it warns while data flows.
+- `give-up-heartbeats`: missed heartbeats are terminal: once 2 intervals pass without any message, push and
+  ordered consumption stop for good (where ADR-37 asks for a warning and ADR-17 for a reset).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import json
 
 from nats.js import api
 
-from .base import MISSED_HEARTBEAT, Documented, StartPolicy
+from .base import MISSED_HEARTBEAT, TERMINAL, Documented, StartPolicy
 from .natspy import NatsPyAdapter, NatsPySession, NatsPySubscription, delivery
 
 NS = 1_000_000_000
@@ -115,6 +117,58 @@ class ChattySession(WatchedSession):
     reset_on_data = False
 
 
+class GiveUpPush(WatchedPush):
+    """The ADR-37 watch, except that the first missed heartbeat ends consumption instead of warning.
+
+    The subscription itself stays (so the server keeps sending heartbeats, as to any client that stopped reading);
+    the application just gets nothing more.
+    """
+
+    gave_up = False
+
+    async def on_msg(self, msg) -> None:
+        if not self.gave_up:
+            await super().on_msg(msg)
+
+    async def watch_heartbeats(self) -> None:
+        loop = asyncio.get_running_loop()
+        while (due := self.last_activity + 2 * self.interval) > loop.time():
+            await asyncio.sleep(due - loop.time())
+        self.gave_up = True
+        give_up(self.session, 2 * self.interval)
+
+
+def give_up(session: NatsPySession, quiet_s: float) -> None:
+    session.events.add(MISSED_HEARTBEAT, f"no heartbeat or message for {quiet_s}s")
+    session.events.add(TERMINAL, f"consumption stopped after {quiet_s}s without a heartbeat")
+
+
+class GiveUpSession(WatchedSession):
+    async def push(self, stream: str, subject: str, *, idle_heartbeat: float) -> NatsPySubscription:
+        sub = await GiveUpPush(self, idle_heartbeat, reset_on_data=True).start(stream, subject)
+        self.subscriptions.append(sub)
+        return sub
+
+    async def ordered(self, stream: str, subject: str, **options) -> NatsPySubscription:
+        """nats-py's ordered consumer, its gap handling intact, with its heartbeat watch made terminal."""
+        holder = await super().ordered(stream, subject, **options)
+        # nats-py keeps the watch in the subscription's private JetStream state: `_active` is set by every
+        # message (heartbeats included) and `_hbtask` checks it every 2 intervals, resetting the consumer when unset.
+        jsi = holder.sub._sub._jsi
+        jsi._hbtask.cancel()
+        jsi._hbtask = asyncio.create_task(self.stop_when_idle(holder, jsi))
+        return holder
+
+    async def stop_when_idle(self, holder: NatsPySubscription, jsi) -> None:
+        while True:
+            await asyncio.sleep(2 * jsi._hbi)
+            if not jsi._active:
+                give_up(self, 2 * jsi._hbi)
+                await holder.stop()
+                return
+            jsi._active = False
+
+
 class Variant:
     """nats-py with another session class; the name carries the variant so no result passes for nats-py's."""
 
@@ -155,4 +209,10 @@ class ChattyHeartbeats(Variant):
     documented_missed = "a missed-heartbeat event after 2 intervals without a heartbeat"
 
 
-VARIANTS = {v.variant: v for v in (NeverReset, Adr37Heartbeats, ChattyHeartbeats)}
+class GiveUpHeartbeats(Variant):
+    session_class = GiveUpSession
+    variant = "give-up-heartbeats"
+    documented_missed = "consumption ends once 2 intervals pass without any message"
+
+
+VARIANTS = {v.variant: v for v in (NeverReset, Adr37Heartbeats, ChattyHeartbeats, GiveUpHeartbeats)}

@@ -77,3 +77,16 @@ def outcome(results: list[CheckResult]) -> tuple[set[str], dict[str, str]]:
 
 def markexpr(areas: tuple[str, ...]) -> str:
     return " or ".join(areas)
+
+
+def assert_breaks_exactly(server_url: str, out: Path, case: Proof) -> None:
+    """Certify `case.areas` through `case.breakers` in front of `server_url`: exactly `case.breaks` fail, every
+    other check passes or is na, and certify's exit status says whether a MUST check failed."""
+    with broken_proxy(server_url, case.breakers) as url:
+        status, results = certify(url, out, "-m", markexpr(case.areas))
+    failed, odd = outcome(results)
+    assert results, "no checks ran"
+    assert not odd, f"checks that neither passed, failed nor were na: {odd}"
+    assert failed == case.breaks, f"expected to fail: {sorted(case.breaks)}; failed: {sorted(failed)}"
+    must_failed = any(r.status == "fail" and r.level == "MUST" for r in results)
+    assert status == (1 if must_failed else 0)

@@ -6,11 +6,12 @@ import importlib
 import pkgutil
 
 import pytest
+
 from jetcheck.conformance import checks
 from jetcheck.conformance.catalog import CatalogError, load_catalog, parse_area
 
 
-def _check_rules() -> dict[str, set[str]]:
+def check_rule_ids() -> dict[str, set[str]]:
     """Rule ids named by the shipped checks, by check function."""
     named: dict[str, set[str]] = {}
     for module_info in pkgutil.iter_modules(checks.__path__):
@@ -27,13 +28,13 @@ def _check_rules() -> dict[str, set[str]]:
 def test_every_check_names_exactly_one_catalog_rule():
     """Each check function carries one rule marker whose id is in the catalog."""
     catalog = load_catalog()
-    problems = {check: ids for check, ids in _check_rules().items() if len(ids) != 1 or not ids <= catalog.keys()}
+    problems = {check: ids for check, ids in check_rule_ids().items() if len(ids) != 1 or not ids <= catalog.keys()}
     assert not problems, f"checks without exactly one known rule: {problems}"
 
 
 def test_every_catalog_rule_has_a_check():
     """No rule in the catalog is left without a check."""
-    covered = set().union(*_check_rules().values())
+    covered = set().union(*check_rule_ids().values())
     missing = sorted(set(load_catalog()) - covered)
     assert not missing, f"catalog rules without a check: {missing}"
 

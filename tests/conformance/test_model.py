@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from jetcheck.conformance.model import SEQ_AND_KEEP, PubAck, PurgeResult, StreamModel, subject_matches
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .proofs import broken_proxy, certify, markexpr, outcome, proof
+from .proofs import assert_breaks_exactly, proof
 
 # proofs.broken_proxy leaves the proxy's stdout/stderr pipes open; their ResourceWarning is not about these checks.
 
@@ -50,9 +50,4 @@ PROOFS = [
 @pytest.mark.parametrize("case", PROOFS, ids=lambda p: p.id)
 def test_breaking_a_rule_fails_exactly_its_checks(embedded_server, tmp_path, case):
     """Certify through the breakers fails the checks of the broken rules and passes (or na) every other check."""
-    with broken_proxy(embedded_server.url, case.breakers) as url:
-        status, results = certify(url, tmp_path, "-m", markexpr(case.areas))
-    failed, odd = outcome(results)
-    assert not odd, f"checks that neither passed, failed nor were na: {odd}"
-    assert failed == case.breaks, f"expected to fail: {sorted(case.breaks)}; failed: {sorted(failed)}"
-    assert status == 1
+    assert_breaks_exactly(embedded_server.url, tmp_path, case)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pytest
+
 from jetcheck.load import cli, runfile
 from jetcheck.load.scenarios import SCENARIOS
 

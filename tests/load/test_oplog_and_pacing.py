@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pyarrow.parquet as pq
+
 from jetcheck.load.oplog import OpLog
 from jetcheck.load.pacing import Schedule
-
 from jetcheck.records import OP_FIELDS, arrow_schema
 
 

@@ -1,0 +1,37 @@
+"""Every catalog rule has been shown to fail: some proof row breaks it on purpose."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from jetcheck.conformance.catalog import load_catalog
+
+from . import __path__ as here
+from .test_catalog import check_rule_ids
+
+
+def _proof_rows() -> list:
+    rows = []
+    for info in pkgutil.iter_modules(here):
+        if info.name.startswith("test_proofs_") or info.name == "test_checks_fail_when_rules_break":
+            rows += importlib.import_module(f"{__package__}.{info.name}").PROOFS
+    return rows
+
+
+def _broken_rules() -> set[str]:
+    """Rule ids some proof row expects to fail: by rule (server breakers) or by check (client variants)."""
+    by_check = check_rule_ids()
+    broken: set[str] = set()
+    for row in _proof_rows():
+        broken |= set(getattr(row, "breaks", ()))
+        for check in getattr(row, "fails", ()):
+            module, function = check.split("::")
+            broken |= by_check[f"{module.removesuffix('.py')}.{function.split('[')[0]}"]
+    return broken
+
+
+def test_every_catalog_rule_is_broken_by_some_proof():
+    """No rule is left without a proof that its checks fail when the rule is broken."""
+    unproven = sorted(set(load_catalog()) - _broken_rules())
+    assert not unproven, f"rules no proof row breaks: {unproven}"

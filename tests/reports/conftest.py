@@ -1,0 +1,35 @@
+"""Shared fixtures of the report tests: one SparkSession for the whole session, small synthetic runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from jetcheck.reports.synthetic import LoadSpec, sample_results, write_certify_run, write_load_run
+
+SMALL_LOAD = LoadSpec(records=40_000, duration_s=8.0, error_rate=0.02, seed=7)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from jetcheck.reports.spark import build_session
+
+    session = build_session()
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def run_folder(tmp_path_factory) -> Path:
+    """A run folder as `jetcheck run` leaves it before the report: certify/ with one MUST failure, load/."""
+    run = tmp_path_factory.mktemp("run")
+    write_certify_run(run / "certify", sample_results())
+    write_load_run(run / "load", SMALL_LOAD)
+    return run
+
+
+@pytest.fixture(scope="session")
+def built_report(spark, run_folder: Path):
+    from jetcheck.reports.build import build_report
+
+    return build_report([str(run_folder)], spark=spark)

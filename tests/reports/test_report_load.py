@@ -1,0 +1,96 @@
+"""Load aggregation: counts, percentiles and time axes agree with values computed directly from the logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow.dataset as ds
+import pytest
+from jetcheck.reports import buckets
+from jetcheck.reports.inputs import resolve
+from jetcheck.reports.load_report import aggregate_load
+
+
+@pytest.fixture(scope="module")
+def load_tables(spark, run_folder: Path):
+    return aggregate_load(spark, resolve(run_folder))
+
+
+@pytest.fixture(scope="module")
+def ops(run_folder: Path):
+    return ds.dataset(run_folder / "load" / "ops").to_table().to_pandas()
+
+
+def test_origin_is_the_first_intended_send(load_tables, ops):
+    """Every time axis starts at the earliest intended send (or load.json's start, whichever is first)."""
+    assert load_tables.origin_ns == min(ops["intended_ns"].min(), load_tables.info["start_ns"])
+
+
+def test_throughput_counts_ops_per_completion_second(load_tables, ops):
+    """ops, ok and errors per (op, second) equal counts over the raw rows by the second their reply came."""
+    second = (ops["end_ns"] - load_tables.origin_ns) // 1_000_000_000
+    expected = ops.assign(t_s=second).groupby(["op", "t_s"]).agg(ops=("ok", "size"), ok=("ok", "sum"))
+    got = load_tables.throughput.set_index(["op", "t_s"])
+    assert got["ops"].to_dict() == expected["ops"].to_dict()
+    assert got["ok"].to_dict() == expected["ok"].to_dict()
+    assert (got["errors"] == got["ops"] - got["ok"]).all()
+
+
+def test_totals_and_rate(load_tables, ops):
+    """Totals per op add up to the log; ok/s divides by the run's span."""
+    totals = load_tables.totals.set_index("op")
+    for op, group in ops.groupby("op"):
+        assert totals.at[op, "ops"] == len(group)
+        assert totals.at[op, "ok"] == group["ok"].sum()
+        assert totals.at[op, "ok_per_s"] == pytest.approx(group["ok"].sum() / load_tables.span_s)
+
+
+@pytest.mark.parametrize("metric", ["response", "service", "send_delay", "e2e"])
+def test_latency_percentiles_within_stated_accuracy(load_tables, ops, metric):
+    """Each op's percentiles are within the stated relative error of exact nearest-rank values; max exact."""
+    values_of = {
+        "response": lambda f: (f["end_ns"] - f["intended_ns"])[f["ok"]],
+        "service": lambda f: (f["end_ns"] - f["start_ns"])[f["ok"]],
+        "send_delay": lambda f: f["start_ns"] - f["intended_ns"],
+        "e2e": lambda f: f["e2e_ns"][f["ok"] & (f["e2e_ns"] != -1)],
+    }
+    latency = load_tables.latency.set_index(["op", "metric"])
+    checked = 0
+    for op, group in ops.groupby("op"):
+        values = values_of[metric](group).to_numpy()
+        if not len(values):
+            assert (op, metric) not in latency.index
+            continue
+        row = latency.loc[(op, metric)]
+        assert row["count"] == len(values)
+        assert row["max"] == values.max()
+        for label, ppm in buckets.STANDARD_QUANTILES:
+            exact = buckets.nearest_rank(values, ppm)
+            assert abs(row[label] - exact) <= exact * buckets.relative_error(), (op, label)
+        checked += 1
+    assert checked
+
+
+def test_errors_by_class_over_time(load_tables, ops):
+    """Error counts per class and second equal those of the failed rows."""
+    failed = ops[~ops["ok"]]
+    second = (failed["end_ns"] - load_tables.origin_ns) // 1_000_000_000
+    expected = failed.assign(t_s=second).groupby(["op", "t_s", "error_class"]).size()
+    got = load_tables.errors.groupby(["op", "t_s", "error_class"])["count"].sum()
+    assert got.to_dict() == expected.to_dict()
+
+
+def test_latency_over_time_covers_the_run(load_tables):
+    """Per-interval percentiles exist for every interval with completions, on the same seconds axis."""
+    response = load_tables.latency_over_time.query("metric == 'response' and op == 'publish'")
+    assert response["t_s"].min() == 0
+    assert response["t_s"].max() <= load_tables.span_s
+    assert (response["p50"] <= response["p99"]).all() and (response["p99"] <= response["max"]).all()
+
+
+def test_server_samples_share_the_axis_and_become_rates(load_tables):
+    """Samples are placed at seconds since the origin; counters become per-second rates."""
+    samples = load_tables.samples
+    assert samples["t_s"].iloc[0] == 0
+    assert np.allclose(samples["in_msgs_rate"].iloc[1:], samples["in_msgs"].diff().iloc[1:], rtol=1e-9)

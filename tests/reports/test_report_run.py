@@ -1,0 +1,82 @@
+"""`jetcheck run` drives its steps, shows progress, writes the report and sets the exit code."""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+import pytest
+from jetcheck.reports.runjob import EXIT_MUST_FAILED, EXIT_STEP_FAILED, Step, default_steps, main_job
+
+from jetcheck.config import ConfigError
+from jetcheck.records import RESULTS_FILE
+
+WRITE_CERTIFY = (
+    "import sys; from pathlib import Path; from jetcheck.reports.synthetic import *; "
+    "write_certify_run(Path(sys.argv[1]), sample_results(failing=tuple(sys.argv[2:])))"
+)
+WRITE_LOAD = (
+    "import sys; from pathlib import Path; from jetcheck.reports.synthetic import *; "
+    "write_load_run(Path(sys.argv[1]), LoadSpec(records=5000, duration_s=3))"
+)
+
+
+def _steps(run: Path, failing: tuple[str, ...], load_ok: bool = True) -> list[Step]:
+    load = [sys.executable, "-c", WRITE_LOAD, str(run / "load")] if load_ok else [sys.executable, "-c", "exit(4)"]
+    return [
+        Step(
+            "certify",
+            [sys.executable, "-c", WRITE_CERTIFY, str(run / "certify"), *failing],
+            run / "certify" / RESULTS_FILE,
+            60,
+        ),
+        Step("load", load, run / "load" / "load.json", 60),
+    ]
+
+
+def test_must_failure_exits_1_after_writing_the_report(spark, tmp_path, capsys):
+    """A MUST failure in certify makes the job exit 1; the report is still written and its path printed."""
+    run = tmp_path / "run"
+    progress = io.StringIO()
+    code = main_job(run, None, steps=_steps(run, ("publish.rule-02",)), stream=progress)
+    assert code == EXIT_MUST_FAILED
+    index = run / "report" / "index.html"
+    assert capsys.readouterr().out.strip() == str(index.resolve())
+    assert "timeline" in index.read_text()
+    lines = progress.getvalue().splitlines()
+    assert [line.split()[:2] for line in lines if line.startswith("[")] == [
+        ["[1/3]", "certify"],
+        ["[1/3]", "certify"],
+        ["[2/3]", "load"],
+        ["[2/3]", "load"],
+        ["[3/3]", "report"],
+        ["[3/3]", "report"],
+    ]
+
+
+def test_failed_step_exits_3_and_reports_what_exists(tmp_path, capsys):
+    """A step that ends without its output makes the job exit 3; the report covers the other steps."""
+    run = tmp_path / "run"
+    progress = io.StringIO()
+    code = main_job(run, None, steps=_steps(run, (), load_ok=False), stream=progress)
+    assert code == EXIT_STEP_FAILED
+    assert "load     failed (exit 4, no load.json)" in progress.getvalue()
+    assert (run / "report" / "index.html").exists()
+    assert (run / "logs" / "load.log").exists()
+
+
+def test_existing_run_folder_is_refused(tmp_path):
+    """Reusing a run folder would append to its results: the job refuses it."""
+    (tmp_path / "certify").mkdir()
+    with pytest.raises(ConfigError, match="already holds a run"):
+        main_job(tmp_path, None, steps=[])
+
+
+def test_default_steps_pass_the_server_version_to_certify_and_load(tmp_path):
+    """--server-version reaches both subprocesses; load runs the mixed scenario for about 20 s."""
+    certify, load = default_steps(tmp_path, "2.10.25")
+    assert certify.argv[1:4] == ["-m", "jetcheck.cli", "certify"]
+    assert certify.argv[-2:] == ["--server-version", "2.10.25"]
+    assert load.argv[3:8] == ["load", "--scenario", "mixed", "--duration", "20s"]
+    assert load.argv[-2:] == ["--server-version", "2.10.25"]
