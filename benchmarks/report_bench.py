@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import psutil
+
 from jetcheck.reports.synthetic import LoadSpec, write_load_run
 
 RATE = 16_667  # ops/s of the synthetic runs

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from jetcheck.config import ConfigError
 from jetcheck.reports import compare
 from jetcheck.reports.conformance_report import aggregate_conformance
 from jetcheck.reports.inputs import REPORT_DIR, ResultSet, resolve, resolve_all
 from jetcheck.reports.render import ReportContent, write_report
-
-from jetcheck.config import ConfigError
 
 DEFAULT_OUT = "jetcheck-report"
 
@@ -20,6 +19,7 @@ class ReportOutcome:
     index: Path
     must_failures: int
     regressions: int
+    must_failures_by_subject: dict[str, int] = field(default_factory=dict)
 
 
 def default_out(result_sets: list[ResultSet]) -> Path:
@@ -68,4 +68,9 @@ def build_report(
         inputs=[str(i) for i in inputs], conformance=conformance, loads=loads, comparison=comparison
     )
     index = write_report(content, out)
-    return ReportOutcome(index, conformance.must_failures, comparison.regressions if comparison else 0)
+    return ReportOutcome(
+        index,
+        conformance.must_failures,
+        comparison.regressions if comparison else 0,
+        conformance.must_failures_by_subject,
+    )

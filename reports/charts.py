@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+
 from jetcheck.reports.load_report import GROUP, LoadTables
 
 STATUS_COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "error": "#ef6c00", "na": "#9e9e9e", "skip": "#bdbdbd"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pandas as pd
+
 from jetcheck.reports.conformance_report import FAILED, ConformanceTables
 from jetcheck.reports.load_report import GROUP, LoadTables
 

@@ -12,10 +12,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import pandas as pd
-from jetcheck.reports.inputs import ResultSet
 
 from jetcheck.records import LEVELS, STATUSES, CheckResult
 from jetcheck.redact import redact_url
+from jetcheck.reports.inputs import ResultSet
 
 FAILED = ("fail", "error")
 # When one matrix cell holds several results for a rule, the cell shows the most telling one.
@@ -44,9 +44,15 @@ class ConformanceTables:
 
     @property
     def must_failures(self) -> int:
+        return sum(self.must_failures_by_subject.values())
+
+    @property
+    def must_failures_by_subject(self) -> dict[str, int]:
+        """MUST checks that failed, counted apart for server rules and client rules."""
         if self.results.empty:
-            return 0
-        return int(((self.results["level"] == "MUST") & self.results["status"].isin(FAILED)).sum())
+            return {}
+        failed = self.results[(self.results["level"] == "MUST") & self.results["status"].isin(FAILED)]
+        return {str(k): int(v) for k, v in failed.groupby("subject").size().items()}
 
 
 def results_frame(label: str, results: list[CheckResult]) -> pd.DataFrame:

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from jetcheck.reports import buckets
-from jetcheck.reports.inputs import ResultSet
 
 from jetcheck.records import OP_FIELDS, SAMPLE_FIELDS
+from jetcheck.reports import buckets
+from jetcheck.reports.inputs import ResultSet
 
 NS = 1_000_000_000
 # Latency-over-time charts get about this many intervals, each at least a second long.

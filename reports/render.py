@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
 from jetcheck.reports import charts
 from jetcheck.reports.compare import Comparison
 from jetcheck.reports.conformance_report import ConformanceTables, redact_text

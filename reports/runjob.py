@@ -18,11 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from jetcheck.reports.build import build_report
-from jetcheck.reports.inputs import CERTIFY_DIR, LOAD_DIR, LOAD_FILE, REPORT_DIR
-
 from jetcheck.config import ConfigError
 from jetcheck.records import RESULTS_FILE
+from jetcheck.reports.build import build_report
+from jetcheck.reports.inputs import CERTIFY_DIR, LOAD_DIR, LOAD_FILE, REPORT_DIR
 
 LOAD_DURATION = "20s"
 LOAD_SCENARIO = "mixed"
@@ -158,8 +157,12 @@ def main_job(
     master: str | None = None,
     steps: list[Step] | None = None,
     stream: TextIO | None = None,
+    strict: bool = False,
 ) -> int:
-    """Certify, load, report into one run folder; print index.html's path. Exit 1 on a MUST failure."""
+    """Certify, load, report into one run folder; print index.html's path.
+
+    The report is the job's product: exit 0 once it is written, 3 when a step did not complete. With `strict`,
+    a MUST failure exits 1 as `jetcheck certify` does (for a CI gate)."""
     stream = stream or sys.stderr
     run_dir = Path(out) if out else default_run_dir()
     if (run_dir / CERTIFY_DIR).exists() or (run_dir / LOAD_DIR).exists():
@@ -187,9 +190,17 @@ def main_job(
     progress.finish(started, "done")
     print(outcome.index.resolve())
     if outcome.must_failures:
-        print(f"{outcome.must_failures} MUST rule(s) failed: see the report", file=stream, flush=True)
-        return EXIT_MUST_FAILED
+        by_subject = ", ".join(
+            f"{subject} rules {count}" for subject, count in sorted(outcome.must_failures_by_subject.items())
+        )
+        print(
+            f"verdict: {outcome.must_failures} MUST check(s) failed ({by_subject}); see the report",
+            file=stream,
+            flush=True,
+        )
+    else:
+        print("verdict: every MUST check passed or was na", file=stream, flush=True)
     if incomplete:
         print(f"incomplete run: {', '.join(incomplete)} did not finish", file=stream, flush=True)
         return EXIT_STEP_FAILED
-    return EXIT_OK
+    return EXIT_MUST_FAILED if strict and outcome.must_failures else EXIT_OK

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
+from jetcheck.config import ConfigError
 from jetcheck.reports import compare
 from jetcheck.reports.conformance_report import aggregate_conformance
 from jetcheck.reports.inputs import resolve, resolve_all
 from jetcheck.reports.load_report import LoadTables
 from jetcheck.reports.synthetic import sample_results, write_certify_run, write_load_run
-
-from jetcheck.config import ConfigError
 
 
 def _certify(folder: Path, **kwargs) -> Path:

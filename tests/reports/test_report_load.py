@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.dataset as ds
 import pytest
+
 from jetcheck.reports import buckets
 from jetcheck.reports.inputs import resolve
 from jetcheck.reports.load_report import aggregate_load

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+
 from jetcheck.reports import buckets
 from jetcheck.reports.load_report import PartialHistograms
 

@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from jetcheck.reports.runjob import EXIT_MUST_FAILED, EXIT_STEP_FAILED, Step, default_steps, main_job
 
 from jetcheck.config import ConfigError
 from jetcheck.records import RESULTS_FILE
+from jetcheck.reports.runjob import EXIT_MUST_FAILED, EXIT_OK, EXIT_STEP_FAILED, Step, default_steps, main_job
 
 WRITE_CERTIFY = (
     "import sys; from pathlib import Path; from jetcheck.reports.synthetic import *; "
@@ -35,12 +35,13 @@ def _steps(run: Path, failing: tuple[str, ...], load_ok: bool = True) -> list[St
     ]
 
 
-def test_must_failure_exits_1_after_writing_the_report(spark, tmp_path, capsys):
-    """A MUST failure in certify makes the job exit 1; the report is still written and its path printed."""
+def test_must_failure_is_the_verdict_and_the_report_is_written(spark, tmp_path, capsys):
+    """A MUST failure in certify is printed as the verdict; the report is written, its path printed, exit 0."""
     run = tmp_path / "run"
     progress = io.StringIO()
     code = main_job(run, None, steps=_steps(run, ("publish.rule-02",)), stream=progress)
-    assert code == EXIT_MUST_FAILED
+    assert code == EXIT_OK
+    assert "verdict: 1 MUST check(s) failed (server rules 1); see the report" in progress.getvalue()
     index = run / "report" / "index.html"
     assert capsys.readouterr().out.strip() == str(index.resolve())
     assert "timeline" in index.read_text()
@@ -53,6 +54,14 @@ def test_must_failure_exits_1_after_writing_the_report(spark, tmp_path, capsys):
         ["[3/3]", "report"],
         ["[3/3]", "report"],
     ]
+
+
+def test_strict_run_exits_1_on_a_must_failure(spark, tmp_path):
+    """With strict, a MUST failure exits 1, as certify does, after writing the report."""
+    run = tmp_path / "run"
+    code = main_job(run, None, steps=_steps(run, ("publish.rule-02",)), stream=io.StringIO(), strict=True)
+    assert code == EXIT_MUST_FAILED
+    assert (run / "report" / "index.html").exists()
 
 
 def test_failed_step_exits_3_and_reports_what_exists(tmp_path, capsys):
