@@ -7,11 +7,10 @@ holds all server traffic, while the suite publishes over its own connection.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 import pytest
 
-from jetcheck.conformance.clients.base import MISSED_HEARTBEAT, TERMINAL
+from jetcheck.conformance.clients.base import MISSED_HEARTBEAT, TERMINAL, connected
 from jetcheck.conformance.jsapi import api
 
 pytestmark = pytest.mark.asyncio
@@ -19,15 +18,6 @@ pytestmark = pytest.mark.asyncio
 HEARTBEAT_S = 0.2
 WAIT_S = 5.0
 ADR37 = "ADR-37: a warning once 2 x idle_heartbeat pass without any message, the timer reset by every message"
-
-
-@contextlib.asynccontextmanager
-async def session(client, target, proxied):
-    s = await client.connect(proxied.url, target.credentials)
-    try:
-        yield s
-    finally:
-        await s.close()
 
 
 def documented(client) -> str:
@@ -45,7 +35,7 @@ async def fetch_with_heartbeats_dropped(client, target, proxied, nc, stream, nam
     consumer = names.consumer()
     await api(nc, f"$JS.API.CONSUMER.CREATE.{stream.name}.{consumer}", {"stream_name": stream.name, "config": {
         "durable_name": consumer, "ack_policy": "none"}})  # fmt: skip
-    async with session(client, target, proxied) as s:
+    async with connected(client, proxied.url, target.credentials) as s:
         outcome = await s.fetch(stream.name, consumer, batch=1, expires=1.0, idle_heartbeat=HEARTBEAT_S)
     return {
         "ended_after_s": round(outcome.took_s, 3),
@@ -60,7 +50,7 @@ async def test_the_client_reports_missed_heartbeats_after_two_intervals(
 ):
     """With heartbeats dropped in transit, the client warns about 2 intervals after the last one arrived."""
     stream = await make_stream()
-    async with session(client, target, proxied) as s:
+    async with connected(client, proxied.url, target.credentials) as s:
         await s.push(stream.name, stream.subject(">"), idle_heartbeat=HEARTBEAT_S)
         await proxied.wait_for(lambda: proxied.counters.heartbeats_passed >= 1, WAIT_S)
         proxied.drop_idle_heartbeats = True
@@ -92,7 +82,7 @@ async def test_the_client_reports_nothing_while_messages_flow(client, target, pr
     """Messages every quarter interval for 6 intervals: no missed-heartbeat report, every message delivered."""
     stream = await make_stream()
     count = int(6 * HEARTBEAT_S / (HEARTBEAT_S / 4))
-    async with session(client, target, proxied) as s:
+    async with connected(client, proxied.url, target.credentials) as s:
         sub = await s.push(stream.name, stream.subject(">"), idle_heartbeat=HEARTBEAT_S)
         flow_from = now()
         for _ in range(count):
@@ -114,7 +104,7 @@ async def test_the_client_reports_nothing_while_messages_flow(client, target, pr
 async def test_consumption_resumes_after_a_stall(client, target, proxied, js, make_stream, observe):
     """After 5 heartbeat intervals of stalled traffic the same subscription delivers every message in order."""
     stream = await make_stream()
-    async with session(client, target, proxied) as s:
+    async with connected(client, proxied.url, target.credentials) as s:
         sub = await s.push(stream.name, stream.subject(">"), idle_heartbeat=HEARTBEAT_S)
         await proxied.wait_for(lambda: proxied.counters.heartbeats_passed >= 1, WAIT_S)
         stalled_at = now()

@@ -6,17 +6,16 @@ a bucket stream created exactly as ADR-8 lists it; checks named `client` exercis
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import nats.js.errors
 import pytest
 
 from jetcheck.conformance.jsapi import NS, ApiError, api, purge, subject_messages
+from jetcheck.conformance.watching import watched, within
 
 pytestmark = pytest.mark.asyncio
 
-WATCH_TIMEOUT_S = 1.0
 EXPECTED_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
 KV_OPERATION = "KV-Operation"
 TWO_MINUTES_NS = 120 * NS
@@ -53,28 +52,6 @@ async def publish_raw(nc, subject: str, payload: bytes = b"", headers: dict[str,
     """Publish as a request and return the PubAck (or error) JSON exactly as the server answered."""
     reply = await nc.request(subject, payload, timeout=5, headers=headers)
     return json.loads(reply.data)
-
-
-async def watched(watcher, count: int | None = None) -> list:
-    """Entries up to and including the end-of-initial-data None (or `count` entries); a missing one fails."""
-    entries: list = []
-    while True:
-        try:
-            entry = await watcher.updates(timeout=WATCH_TIMEOUT_S)
-        except nats.errors.TimeoutError:
-            seen = [_show(e) for e in entries]
-            pytest.fail(f"watch stalled after {seen}: no further entry within {WATCH_TIMEOUT_S}s")
-        entries.append(entry)
-        if (count is None and entry is None) or (count is not None and len(entries) == count):
-            return entries
-
-
-async def within(awaitable, what: str):
-    """`awaitable`'s result; not finishing within the watch timeout fails the check (it waits for end-of-data)."""
-    try:
-        return await asyncio.wait_for(awaitable, WATCH_TIMEOUT_S)
-    except TimeoutError:
-        pytest.fail(f"{what} did not finish within {WATCH_TIMEOUT_S}s (no end-of-initial-data signal?)")
 
 
 def _show(entry) -> str:
@@ -351,11 +328,11 @@ async def test_watch_sends_latest_entries_then_end_of_data_then_updates(js, buck
     await kv.delete("b")
     watcher = await kv.watchall()
     try:
-        initial = await watched(watcher)
+        initial = await watched(watcher, _show)
         assert [_show(e) for e in initial] == ["a@2:PUT=b'2'", "b@4:DEL=b''", "<end of initial data>"]
         await kv.put("c", b"new")
         await kv.purge("a")
-        later = await watched(watcher, count=2)
+        later = await watched(watcher, _show, count=2)
         assert [_show(e) for e in later] == ["c@5:PUT=b'new'", "a@6:PURGE=b''"]
     finally:
         await watcher.stop()
@@ -367,13 +344,13 @@ async def test_watch_of_nothing_sends_end_of_data(js, bucket):
     kv = await _client_kv(js, bucket)
     empty = await kv.watchall()
     try:
-        assert await watched(empty) == [None]
+        assert await watched(empty, _show) == [None]
     finally:
         await empty.stop()
     await kv.put("a", b"1")
     none_match = await kv.watch("z.>")
     try:
-        assert await watched(none_match) == [None]
+        assert await watched(none_match, _show) == [None]
     finally:
         await none_match.stop()
 
@@ -386,10 +363,10 @@ async def test_watch_on_a_range_sees_only_its_keys(js, bucket):
     await kv.put("y.1", b"b")
     watcher = await kv.watch("x.*")
     try:
-        assert [_show(e) for e in await watched(watcher)] == ["x.1@1:PUT=b'a'", "<end of initial data>"]
+        assert [_show(e) for e in await watched(watcher, _show)] == ["x.1@1:PUT=b'a'", "<end of initial data>"]
         await kv.put("y.2", b"c")
         await kv.put("x.2", b"d")
-        assert [_show(e) for e in await watched(watcher, count=1)] == ["x.2@4:PUT=b'd'"]
+        assert [_show(e) for e in await watched(watcher, _show, count=1)] == ["x.2@4:PUT=b'd'"]
     finally:
         await watcher.stop()
 
@@ -403,7 +380,7 @@ async def test_watch_with_history_sends_every_retained_revision(js, bucket):
     await kv.put("b", b"x")
     watcher = await kv.watchall(include_history=True)
     try:
-        shown = [_show(e) for e in await watched(watcher)]
+        shown = [_show(e) for e in await watched(watcher, _show)]
         assert shown == ["a@2:PUT=b'2'", "a@3:PUT=b'3'", "b@4:PUT=b'x'", "<end of initial data>"]
     finally:
         await watcher.stop()
@@ -420,10 +397,10 @@ async def test_watch_ignoring_deletes_sends_only_values(js, bucket):
     await kv.purge("c")
     watcher = await kv.watchall(ignore_deletes=True)
     try:
-        assert [_show(e) for e in await watched(watcher)] == ["a@1:PUT=b'1'", "<end of initial data>"]
+        assert [_show(e) for e in await watched(watcher, _show)] == ["a@1:PUT=b'1'", "<end of initial data>"]
         await kv.delete("a")
         await kv.put("d", b"4")
-        assert [_show(e) for e in await watched(watcher, count=1)] == ["d@7:PUT=b'4'"]
+        assert [_show(e) for e in await watched(watcher, _show, count=1)] == ["d@7:PUT=b'4'"]
     finally:
         await watcher.stop()
 
@@ -438,9 +415,9 @@ async def test_watch_updates_only_sends_only_later_changes(js, bucket):
     except TypeError as missing:
         pytest.fail(f"ADR-8 lists UpdatesOnly among the watch options every client should offer; nats-py: {missing}")
     try:
-        assert await watched(watcher, count=1) == [None]
+        assert await watched(watcher, _show, count=1) == [None]
         await kv.put("b", b"new")
-        assert [_show(e) for e in await watched(watcher, count=1)] == ["b@2:PUT=b'new'"]
+        assert [_show(e) for e in await watched(watcher, _show, count=1)] == ["b@2:PUT=b'new'"]
     finally:
         await watcher.stop()
 

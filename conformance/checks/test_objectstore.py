@@ -6,7 +6,6 @@ through the raw JetStream API (and write by hand what nats-py cannot, such as a 
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import json
@@ -18,11 +17,11 @@ from nats.js.api import ObjectMeta, ObjectMetaOptions
 from nats.js.object_store import ObjectStore
 
 from jetcheck.conformance.jsapi import api, subject_messages
+from jetcheck.conformance.watching import watched, within
 
 pytestmark = pytest.mark.asyncio
 
 DEFAULT_CHUNK = 128 * 1024
-WATCH_TIMEOUT_S = 1.0
 ZERO_TIMES = (None, "", "0001-01-01T00:00:00Z")
 
 
@@ -61,27 +60,6 @@ async def write_info(nc, bucket: str, info: dict) -> None:
     )
     ack = json.loads(reply.data)
     assert "error" not in ack, f"storing the info message failed: {ack}"
-
-
-async def watched(watcher, count: int | None = None) -> list:
-    """Infos up to and including the end-of-initial-data None (or `count` of them); a missing one fails."""
-    seen: list = []
-    while True:
-        try:
-            info = await watcher.updates(timeout=WATCH_TIMEOUT_S)
-        except nats.errors.TimeoutError:
-            pytest.fail(f"watch stalled after {[_show(i) for i in seen]}: nothing more within {WATCH_TIMEOUT_S}s")
-        seen.append(info)
-        if (count is None and info is None) or (count is not None and len(seen) == count):
-            return seen
-
-
-async def within(awaitable, what: str):
-    """`awaitable`'s result; not finishing within the watch timeout fails the check (it waits for end-of-data)."""
-    try:
-        return await asyncio.wait_for(awaitable, WATCH_TIMEOUT_S)
-    except TimeoutError:
-        pytest.fail(f"{what} did not finish within {WATCH_TIMEOUT_S}s (no end-of-initial-data signal?)")
 
 
 def _show(info) -> str:
@@ -239,10 +217,10 @@ async def test_watch_sends_current_infos_then_end_of_data_then_changes(obs):
     await obs.put("b", b"2" * 20)
     watcher = await obs.watch()
     try:
-        assert [_show(i) for i in await watched(watcher)] == ["a:10", "b:20", "<end of initial data>"]
+        assert [_show(i) for i in await watched(watcher, _show)] == ["a:10", "b:20", "<end of initial data>"]
         await obs.put("c", b"3" * 30)
         await obs.delete("a")
-        assert [_show(i) for i in await watched(watcher, count=2)] == ["c:30", "a:deleted"]
+        assert [_show(i) for i in await watched(watcher, _show, count=2)] == ["c:30", "a:deleted"]
     finally:
         await watcher.stop()
 
@@ -254,7 +232,7 @@ async def test_watch_updates_only_sends_only_later_changes(obs):
     watcher = await obs.watch(updates_only=True)
     try:
         await obs.put("new", b"yy")
-        assert [_show(i) for i in await watched(watcher, count=1)] == ["new:2"]
+        assert [_show(i) for i in await watched(watcher, _show, count=1)] == ["new:2"]
     finally:
         await watcher.stop()
 

@@ -7,7 +7,6 @@ publishes and inspects consumers over its own direct connection, so only the cli
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import itertools
 from collections import Counter
@@ -15,6 +14,7 @@ from collections import Counter
 import pytest
 
 from jetcheck.conformance.clients import StartPolicy
+from jetcheck.conformance.clients.base import connected
 from jetcheck.conformance.jsapi import NS, ApiError, api, eventually
 from jetcheck.fixtures.faults import delete_consumer, restart_server
 
@@ -24,16 +24,6 @@ HEARTBEAT_S = 0.2  # the ordered consumer's idle heartbeat: a client acts after 
 INACTIVE_S = 1.0  # the application's inactive threshold, so a released consumer is gone soon
 WAIT_S = 4.0  # how long the client may take to deliver what is expected
 CONSUMER_NOT_FOUND = 10014
-
-
-@contextlib.asynccontextmanager
-async def session(client, target, proxied):
-    """A session of the client under test, connected through the proxy."""
-    s = await client.connect(proxied.url, target.credentials)
-    try:
-        yield s
-    finally:
-        await s.close()
 
 
 async def publish(js, subjects: list[str]) -> list[int]:
@@ -102,7 +92,7 @@ async def test_a_dropped_delivery_is_redelivered_in_order(client, target, proxie
     stream = await make_stream()
     subject = stream.subject("x")
     expected = await publish(js, [subject] * 3)
-    async with session(client, target, proxied) as s:
+    async with connected(client, proxied.url, target.credentials) as s:
         sub = await s.ordered(stream.name, stream.subject(">"), idle_heartbeat=HEARTBEAT_S)
         await consume_initial(sub, 3)
         proxied.drop_delivery(2)  # the 2nd delivery from now on never reaches the client
@@ -156,7 +146,7 @@ def config_deviations(config: dict, heartbeat_s: float, start_seq: int | None) -
 async def test_the_recreated_consumer_has_the_ordered_settings(client, target, proxied, js, nc, make_stream, observe):
     """The consumer recreated after a gap is an R1, memory, ack-none, max_deliver 1 consumer at last + 1."""
     stream = await make_stream()
-    async with session(client, target, proxied) as s:
+    async with connected(client, proxied.url, target.credentials) as s:
         _, got = await reset_by_gap(proxied, js, stream, s, idle_heartbeat=HEARTBEAT_S)
         (switch,) = resets(got)[:1] or [None]
         assert switch is not None, f"the client delivered everything without recreating its consumer: {got}"
@@ -186,7 +176,7 @@ async def test_the_old_consumer_is_gone_after_its_inactive_threshold(
 ):
     """After a reset the replaced consumer disappears within its inactive threshold (or at once if deleted)."""
     stream = await make_stream()
-    async with session(client, target, proxied) as s:
+    async with connected(client, proxied.url, target.credentials) as s:
         _, got = await reset_by_gap(proxied, js, stream, s, idle_heartbeat=HEARTBEAT_S, inactive_threshold=INACTIVE_S)
         old = got[0].consumer
         reset_at = next(d.at for d in got if d.consumer != old)
@@ -213,7 +203,7 @@ async def test_a_deleted_consumer_is_recreated_without_loss(client, target, prox
     stream = await make_stream()
     subject = stream.subject("x")
     expected = await publish(js, [subject] * 3)
-    async with session(client, target, proxied) as s:
+    async with connected(client, proxied.url, target.credentials) as s:
         sub = await s.ordered(stream.name, stream.subject(">"), idle_heartbeat=HEARTBEAT_S)
         first = await consume_initial(sub, 3)
         fault_at = now()
@@ -236,7 +226,7 @@ async def test_a_server_restart_loses_and_repeats_nothing(
     stream = await make_stream(storage="file")
     subject = stream.subject("x")
     expected = await publish(js, [subject] * 3)
-    async with session(client, target, proxied) as s:
+    async with connected(client, proxied.url, target.credentials) as s:
         sub = await s.ordered(stream.name, stream.subject(">"), idle_heartbeat=HEARTBEAT_S)
         await consume_initial(sub, 3)
         fault_at = now()
@@ -262,7 +252,7 @@ async def test_a_stall_longer_than_two_heartbeats_loses_and_repeats_nothing(
     stream = await make_stream()
     subject = stream.subject("x")
     expected = await publish(js, [subject] * 3)
-    async with session(client, target, proxied) as s:
+    async with connected(client, proxied.url, target.credentials) as s:
         sub = await s.ordered(stream.name, stream.subject(">"), idle_heartbeat=HEARTBEAT_S)
         await consume_initial(sub, 3)
         fault_at = now()
@@ -286,7 +276,7 @@ async def test_a_filtered_ordered_consumer_delivers_only_its_subject_across_a_re
     a, b = stream.subject("a"), stream.subject("b")
     seqs = await publish(js, [a, b, a, b, a])
     expected = [seq for seq, subj in zip(seqs, [a, b, a, b, a], strict=True) if subj == a]
-    async with session(client, target, proxied) as s:
+    async with connected(client, proxied.url, target.credentials) as s:
         sub = await s.ordered(stream.name, a, idle_heartbeat=HEARTBEAT_S)
         await consume_initial(sub, len(expected))
         proxied.drop_delivery(2)
@@ -324,7 +314,7 @@ async def test_an_ordered_consumer_keeps_its_start_and_continues_after_a_reset(
         "by_start_time": (StartPolicy("by_start_time", time=middle), [4, 5, 6]),
         "last_per_subject": (StartPolicy("last_per_subject"), [5, 6]),
     }[policy]
-    async with session(client, target, proxied) as s:
+    async with connected(client, proxied.url, target.credentials) as s:
         sub = await s.ordered(stream.name, stream.subject(">"), idle_heartbeat=HEARTBEAT_S, start=start)
         first = await consume_initial(sub, len(expected))
         problem = ordered_once(first, expected, f"from start policy {policy}")

@@ -9,7 +9,9 @@ in the session's `EventLog`, so the same scenario can certify another client lat
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -172,3 +174,13 @@ class ClientAdapter(Protocol):
     async def connect(self, url: str, credentials: Credentials, *, reconnect_wait: float = 0.1) -> ClientSession:
         """A session through `url`, reconnecting forever every `reconnect_wait` seconds."""
         ...
+
+
+@contextlib.asynccontextmanager
+async def connected(client: ClientAdapter, url: str, credentials: Credentials) -> AsyncIterator[ClientSession]:
+    """A session of the client under test at `url` (e.g. the fault proxy), closed afterwards."""
+    session = await client.connect(url, credentials)
+    try:
+        yield session
+    finally:
+        await session.close()

@@ -1,0 +1,34 @@
+"""Reading a client's watcher (KV, object store) in checks: until the end-of-initial-data signal or a count."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import nats.errors
+import pytest
+
+WATCH_TIMEOUT_S = 1.0
+
+
+async def watched(watcher, show: Callable[[Any], str], count: int | None = None) -> list:
+    """Updates up to and including the end-of-initial-data None (or `count` of them); a missing one fails the check.
+    `show` renders an update for the failure message."""
+    seen: list = []
+    while True:
+        try:
+            update = await watcher.updates(timeout=WATCH_TIMEOUT_S)
+        except nats.errors.TimeoutError:
+            pytest.fail(f"watch stalled after {[show(u) for u in seen]}: nothing more within {WATCH_TIMEOUT_S}s")
+        seen.append(update)
+        if (count is None and update is None) or (count is not None and len(seen) == count):
+            return seen
+
+
+async def within(awaitable: Awaitable, what: str):
+    """`awaitable`'s result; not finishing within the watch timeout fails the check (it waits for end-of-data)."""
+    try:
+        return await asyncio.wait_for(awaitable, WATCH_TIMEOUT_S)
+    except TimeoutError:
+        pytest.fail(f"{what} did not finish within {WATCH_TIMEOUT_S}s (no end-of-initial-data signal?)")
