@@ -80,11 +80,12 @@ def _conformance_html(tables: ConformanceTables) -> str:
         return "<p><em>No conformance results in the inputs.</em></p>"
     parts = []
     for label, info in tables.run_info.items():
-        server = info.get("server", {})
+        server, client = info.get("server", {}), info.get("client", {})
         parts.append(
-            f"<p class='meta'><b>{_esc(label)}</b>: server {_esc(server.get('version', '?'))}, jetcheck "
-            f"{_esc(info.get('jetcheck_version', '?'))}, {_esc(info.get('start', ''))} – {_esc(info.get('end', ''))}"
-            "</p>"
+            f"<p class='meta'><b>{_esc(label)}</b>: server {_esc(server.get('version', '?'))}, client "
+            f"{_esc(client.get('name', '?'))} {_esc(client.get('version', ''))}, jetcheck "
+            f"{_esc(info.get('jetcheck_version', '?'))}, {_esc(info.get('started_at', ''))} – "
+            f"{_esc(info.get('finished_at', ''))}</p>"
         )
     parts.append(_chart(charts.conformance_bars(tables.summary), "conformance by area"))
     parts.append("<h3>Summary by area and level</h3>" + html_table(tables.summary))
@@ -92,7 +93,19 @@ def _conformance_html(tables: ConformanceTables) -> str:
     parts.append(
         html_table(
             tables.failures,
-            ["result_set", "id", "level", "status", "title", "message", "observed", "server_log", "source"],
+            [
+                "result_set",
+                "id",
+                "level",
+                "subject",
+                "client",
+                "status",
+                "title",
+                "message",
+                "observed",
+                "server_log",
+                "source",
+            ],
         )
     )
     parts.append("<h3>Not applicable and skipped, with reasons</h3>")
@@ -144,7 +157,11 @@ def _comparison_html(comparison: Comparison) -> str:
 def verdict(content: ReportContent) -> tuple[bool, str]:
     problems = []
     if content.conformance.must_failures:
-        problems.append(f"{content.conformance.must_failures} MUST rule(s) failed")
+        by_subject = ", ".join(
+            f"{count} of {subject} rules"
+            for subject, count in sorted(content.conformance.must_failures_by_subject.items())
+        )
+        problems.append(f"{content.conformance.must_failures} MUST check(s) failed ({by_subject})")
     if content.comparison is not None and content.comparison.regressions:
         problems.append(f"{content.comparison.regressions} regression(s) against {content.comparison.baseline}")
     if problems:
