@@ -50,6 +50,11 @@ def rule_status(results: list[CheckResult]) -> dict[str, str]:
     return worst
 
 
+def is_measurement(key: str) -> bool:
+    """Observations that differ on every run (timings, counts, generated names) say nothing about a version."""
+    return key.endswith("_s") or key.startswith("measured_")
+
+
 def differences(by_version: dict[str, list[CheckResult]]) -> list[str]:
     """Rules whose status or observed behaviour is not the same on every version, one line each."""
     statuses = {v: rule_status(rs) for v, rs in by_version.items()}
@@ -61,7 +66,7 @@ def differences(by_version: dict[str, list[CheckResult]]) -> list[str]:
             lines.append(f"{rule}: " + ", ".join(f"{v} {s}" for v, s in row.items()))
     for check in sorted({c for o in observed.values() for c in o}):
         seen = {v: observed[v].get(check) for v in by_version}
-        keys = {k for o in seen.values() if o for k in o if not k.endswith("_s")}  # timings always differ
+        keys = {k for o in seen.values() if o for k in o if not is_measurement(k)}
         for key in sorted(keys):
             values = {v: (o or {}).get(key) for v, o in seen.items()}
             if len({repr(x) for x in values.values()}) > 1:

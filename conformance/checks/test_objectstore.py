@@ -126,7 +126,7 @@ async def test_stored_info_has_no_modification_time(obs, nc, bucket, observe):
     """The info message written by put carries no mtime (absent or zero)."""
     await obs.put("o", b"data")
     stored = (await stored_info(nc, bucket, "o"))[0]
-    observe("stored_mtime", stored.get("mtime"))
+    observe("measured_stored_mtime", stored.get("mtime"))
     assert stored.get("mtime") in ZERO_TIMES, (
         f"ADR-20: 'Modified time is never stored'; nats-py put stored mtime={stored.get('mtime')!r}"
     )

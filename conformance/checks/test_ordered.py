@@ -291,7 +291,7 @@ async def test_a_filtered_ordered_consumer_delivers_only_its_subject_across_a_re
         assert switches, "the client delivered everything without a reset: the fault did not reach it"
         config = await consumer_config(nc, stream.name, switches[-1][0])
         assert config is not None
-        observe("recreated_filter", config.get("filter_subject"))
+        observe("measured_recreated_filter", config.get("filter_subject"))
         assert config.get("filter_subject") == a or config.get("filter_subjects") == [a], (
             f"the recreated consumer filters {config.get('filter_subject') or config.get('filter_subjects')!r}, "
             f"not {a!r}"

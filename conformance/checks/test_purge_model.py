@@ -77,4 +77,4 @@ def test_publish_and_purge_programs_match_the_reference_model(target, names, hyp
             program_matches_model()
         finally:
             runner.run(nc.close())
-            observe("examples", examples)
+            observe("measured_examples", examples)

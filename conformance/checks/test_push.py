@@ -135,7 +135,7 @@ async def test_queue_group_members_share_the_messages(js, nc, make_stream, names
 
         # Each member is read until it has been silent for QUIET_S, so a duplicate would still be seen.
         await asyncio.gather(drain(0), drain(1))
-        observe("shares", [len(s) for s in shares])
+        observe("measured_shares", [len(s) for s in shares])
         together = sorted(shares[0] + shares[1], key=int)
         assert together == [str(n).encode() for n in range(total)], f"members received {shares}"
     finally:
