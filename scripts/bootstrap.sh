@@ -20,6 +20,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
+# tox (run before this script) can leave a `.venv` file pointing into .tox/: it is not a virtualenv.
+if [ -f .venv ] && grep -q '\.tox' .venv; then
+  rm .venv
+fi
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
