@@ -74,6 +74,12 @@ async def consumer_config(nc, stream: str, consumer: str) -> dict | None:
         raise
 
 
+def observe_recovery(observe, got, first_after_fault: int, fault_at: float) -> None:
+    """Record how long the client took to deliver again after the fault, and the resets it made."""
+    observe("recovery_s", recovery(got, first_after_fault, fault_at))
+    observe("resets", [r[1:] for r in resets(got)])
+
+
 def recovery(deliveries, first_new_seq: int, since: float) -> float | None:
     """Seconds from `since` (the fault) until the client delivered stream sequence `first_new_seq`."""
     found = [d.at for d in deliveries if d.stream_seq == first_new_seq]
@@ -102,8 +108,7 @@ async def test_a_dropped_delivery_is_redelivered_in_order(client, target, proxie
         assert proxied.counters.deliveries_dropped, "the proxy dropped no delivery: the fault did not happen"
         dropped = proxied.counters.deliveries_dropped[0].stream_seq
         observe("dropped_stream_seq", dropped)
-        observe("recovery_s", recovery(got, dropped, fault_at))
-        observe("resets", [r[1:] for r in resets(got)])
+        observe_recovery(observe, got, dropped, fault_at)
         problem = ordered_once(got, expected, f"after stream sequence {dropped} was dropped in transit")
         assert not problem, problem + reported(s)
 
@@ -210,8 +215,7 @@ async def test_a_deleted_consumer_is_recreated_without_loss(client, target, prox
         await delete_consumer(target, stream.name, first[-1].consumer)
         new = await publish(js, [subject] * 3)
         got = await sub.inbox.until(len(expected) + len(new), WAIT_S)
-        observe("recovery_s", recovery(got, new[0], fault_at))
-        observe("resets", [r[1:] for r in resets(got)])
+        observe_recovery(observe, got, new[0], fault_at)
         problem = ordered_once(got, expected + new, f"after consumer {first[-1].consumer} was deleted")
         assert not problem, problem + reported(s)
 
@@ -237,8 +241,7 @@ async def test_a_server_restart_loses_and_repeats_nothing(
         finally:
             await direct.close()
         got = await sub.inbox.until(len(expected) + len(new), WAIT_S)
-        observe("recovery_s", recovery(got, new[0], fault_at))
-        observe("resets", [r[1:] for r in resets(got)])
+        observe_recovery(observe, got, new[0], fault_at)
         how = "graceful restart" if graceful else "kill -9"
         problem = ordered_once(got, expected + new, f"across a {how} of the server")
         assert not problem, problem + reported(s)
@@ -261,8 +264,7 @@ async def test_a_stall_longer_than_two_heartbeats_loses_and_repeats_nothing(
         await proxied.wait_for(lambda: not proxied.stalled, WAIT_S)
         got = await sub.inbox.until(len(expected) + len(new), WAIT_S)
         observe("stall_s", 5 * HEARTBEAT_S)
-        observe("recovery_s", recovery(got, new[0], fault_at))
-        observe("resets", [r[1:] for r in resets(got)])
+        observe_recovery(observe, got, new[0], fault_at)
         problem = ordered_once(got, expected + new, f"after server traffic stalled for {5 * HEARTBEAT_S}s")
         assert not problem, problem + reported(s)
 
