@@ -1,12 +1,13 @@
 """Prints how close `jetcheck load` (Locust + op log) comes to plain nats-py, and to `nats bench`, on one server.
 
-    /work/venv/bin/python benchmarks/load_bench.py [--duration 10] [--prefill 200000] [--nats PATH]
+    python benchmarks/load_bench.py [--duration 10] [--prefill 200000] [--rounds 3] [--nats PATH]
 
 1. publish: a raw nats-py `publish_async` loop (1000 in flight) vs `jetcheck load --scenario publish-async --max`
    (one user, max in-flight 1000), both for --duration seconds; ratio target >= 0.9.
 2. pull consume: a raw `fetch(500)` + ack loop over a prefilled stream vs `jetcheck load --scenario pull-consume`.
 3. `nats bench js pub async` (if a natscli binary is given or on PATH) on the same server, side by side.
-Figures are msgs/s; the machine's other load makes them noisy, so each pair runs back to back.
+Figures are msgs/s. The machine's other load makes them noisy, so each pair runs back to back, the pairs alternate
+for --rounds rounds, and the round with the median ratio is the result.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import re
 import secrets
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -154,18 +156,38 @@ def nats_bench(nats: str, url: str, msgs: int) -> float | None:
     return float(match.group(1).replace(",", ""))
 
 
-def report(what: str, raw: float, raw_cpu: float, ours: float, our_cpu: float) -> None:
-    print(
+def line(what: str, raw: float, raw_cpu: float, ours: float, our_cpu: float) -> str:
+    return (
         f"{what:15}raw nats-py {raw:>9,.0f} msg/s ({raw_cpu:5.1f} us CPU/msg)   jetcheck load {ours:>9,.0f} msg/s "
-        f"({our_cpu:5.1f} us CPU/msg)   ratio {ours / raw:.2f} (CPU/msg ratio {raw_cpu / our_cpu:.2f})",
-        flush=True,
+        f"({our_cpu:5.1f} us CPU/msg)   ratio {ours / raw:.2f} (CPU/msg ratio {raw_cpu / our_cpu:.2f})"
     )
+
+
+def publish_pair(target: Target, monitor: str, seconds: float) -> tuple[float, float, float, float]:
+    raw, raw_cpu = asyncio.run(raw_publish(target, seconds))
+    ours, our_cpu = jetcheck_rate(
+        target.url,
+        monitor,
+        "publish-async",
+        "publish",
+        ["--max", "--duration", f"{seconds:g}s", "--max-inflight", str(INFLIGHT)],
+    )
+    return raw, raw_cpu, ours, our_cpu
+
+
+def pull_pair(target: Target, monitor: str, seconds: float, prefill: int) -> tuple[float, float, float, float]:
+    raw, raw_cpu = asyncio.run(raw_pull(target, prefill))
+    ours, our_cpu = jetcheck_rate(
+        target.url, monitor, "pull-consume", "consume", ["--prefill", str(prefill), "--duration", f"{seconds:g}s"]
+    )
+    return raw, raw_cpu, ours, our_cpu
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--prefill", type=int, default=200_000)
+    parser.add_argument("--rounds", type=int, default=3, help="raw/jetcheck pairs per workload (median reported)")
     parser.add_argument("--nats", default=shutil.which("nats") or "", help="natscli binary for `nats bench`")
     parser.add_argument("--server-version", default=DEFAULT_VERSION)
     args = parser.parse_args()
@@ -174,29 +196,21 @@ def main() -> int:
     target = provider.start()
     monitor = target.process.monitor_url
     try:
-        print(f"nats-server {args.server_version} at {target.url}; 128 B payloads, R1 file streams")
-        raw, raw_cpu = asyncio.run(raw_publish(target, args.duration))
-        ours, our_cpu = jetcheck_rate(
-            target.url,
-            monitor,
-            "publish-async",
-            "publish",
-            ["--max", "--duration", f"{args.duration:g}s", "--max-inflight", str(INFLIGHT)],
-        )
-        report("publish_async", raw, raw_cpu, ours, our_cpu)
-        publish_raw = raw
-
-        raw, raw_cpu = asyncio.run(raw_pull(target, args.prefill))
-        ours, our_cpu = jetcheck_rate(
-            target.url,
-            monitor,
-            "pull-consume",
-            "consume",
-            ["--prefill", str(args.prefill), "--duration", f"{args.duration:g}s"],
-        )
-        report("pull fetch+ack", raw, raw_cpu, ours, our_cpu)
+        print(f"nats-server {args.server_version} at {target.url}; 128 B payloads, R1 file streams", flush=True)
+        results: dict[str, list[tuple[float, float, float, float]]] = {"publish_async": [], "pull fetch+ack": []}
+        for round_no in range(1, args.rounds + 1):
+            # the pairs alternate, so a slow spell of the machine hits both sides of a ratio
+            results["publish_async"].append(publish_pair(target, monitor, args.duration))
+            results["pull fetch+ack"].append(pull_pair(target, monitor, args.duration, args.prefill))
+            for what, pairs in results.items():
+                print(f"round {round_no}  " + line(what, *pairs[-1]), flush=True)
+        print(f"median of {args.rounds} round(s), by ratio:")
+        for what, pairs in results.items():
+            middle = sorted(pairs, key=lambda p: p[2] / p[0])[(len(pairs) - 1) // 2]
+            print("          " + line(what, *middle), flush=True)
 
         if args.nats:
+            publish_raw = statistics.median(p[0] for p in results["publish_async"])
             msgs = max(50_000, int(publish_raw * args.duration))  # about as long as the others
             theirs = nats_bench(args.nats, target.url, msgs)
             ours, _cpu = jetcheck_rate(

@@ -3,6 +3,7 @@
 - ``CheckResult``: one line of a conformance run's ``results.jsonl``.
 - ``OP_FIELDS``: one row of a load run's operation log (Parquet, ``ops-*.parquet``).
 - ``SAMPLE_FIELDS``: one row of a load run's server-sample log (Parquet, ``samples-*.parquet``).
+- A load run's folder: ``load.json`` (the run's description), ``ops/`` and ``samples/``.
 
 Load logs are columnar; their schemas are kept here as (name, Arrow type) pairs so that writers and readers
 (pyarrow, Spark) derive theirs from one list and pyarrow is only imported by the code that needs it.
@@ -23,6 +24,12 @@ SUBJECTS = ("server", "client")  # whose behaviour a rule judges: the server's a
 RESULTS_FILE = "results.jsonl"
 RUN_FILE = "run.json"
 JUNIT_FILE = "junit.xml"
+
+LOAD_FILE = "load.json"
+OPS_DIR = "ops"  # ops/ops-<pid>-<n>.parquet
+SAMPLES_DIR = "samples"  # samples/samples-<n>.parquet
+OPS_GLOB = "ops-*.parquet"
+SAMPLES_GLOB = "samples-*.parquet"
 
 
 @dataclass(frozen=True)
@@ -108,6 +115,20 @@ SAMPLE_FIELDS: tuple[tuple[str, str], ...] = (
     ("js_bytes", "int64"),
     ("slow_consumers", "int64"),
 )
+
+
+def shared_loop_note(load_run: dict[str, Any]) -> str | None:
+    """The caveat for a load run (load.json) in which a process ran publishers and consumers: they shared its
+    asyncio loop, and nats-py's fetch takes loop turns per message, so those consumers got only the turns the
+    publishers left."""
+    shared = sorted(pid for pid, roles in load_run.get("process_roles", {}).items() if len(roles) > 1)
+    if not shared:
+        return None
+    return (
+        f"publishers and consumers shared process(es) {', '.join(shared)}: consumers there got only the event-loop "
+        "turns the publishers left, so their rate understates and their end-to-end latency overstates what the "
+        "server does; give each user its own process (--processes equal to --users)"
+    )
 
 
 def arrow_schema(fields: tuple[tuple[str, str], ...]):

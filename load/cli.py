@@ -25,6 +25,7 @@ from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.providers import provider_for
 from jetcheck.fixtures.target import Credentials, Target, probe
+from jetcheck.records import LOAD_FILE
 from jetcheck.redact import redact_url
 
 from . import runfile, summary
@@ -33,6 +34,7 @@ from .scenarios import SCENARIOS, LoadSettings, scenario, setup, teardown
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")  # a path, not an import: Locust monkey-patches on import
 GRACE_S = 120.0  # setup (prefill), drain and teardown on top of the run time
+MAX_DEFAULT_PROCESSES = 8
 
 
 def parse_duration(text: str) -> float:
@@ -60,7 +62,13 @@ def register(subparsers) -> None:
     pacing.add_argument("--max", action="store_true", help="closed loop: as fast as possible (the default)")
     parser.add_argument("--duration", default="30s", help="run time, e.g. 30s, 2m (default 30s)")
     parser.add_argument("--users", type=int, default=1, help="Locust users over all processes (default 1)")
-    parser.add_argument("--processes", type=int, default=1, help="Locust processes (default 1)")
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=None,
+        help="Locust processes (default 1; for scenarios with publishers and consumers one per user, up to "
+        f"{MAX_DEFAULT_PROCESSES}, so the roles do not share an event loop)",
+    )
     parser.add_argument("--consumers", type=int, default=1, help="consuming users in mixed/end-to-end (default 1)")
     parser.add_argument("--payload", type=int, default=128, help="payload bytes (default 128)")
     parser.add_argument("--max-inflight", type=int, default=1000, help="outstanding ops per user (default 1000)")
@@ -81,6 +89,8 @@ def _validate(args) -> float:
             f"{spec.name} consumes a prefilled stream as fast as it can; --rate applies to scenarios "
             "that publish (e.g. mixed, end-to-end)"
         )
+    if args.processes is None:
+        args.processes = default_processes(spec, args.users)
     if args.users < 1 or args.processes < 1:
         raise ConfigError("--users and --processes must be at least 1")
     if args.processes > args.users:
@@ -88,6 +98,18 @@ def _validate(args) -> float:
     if spec.publisher and spec.consumer and args.consumers >= args.users:
         raise ConfigError(f"{spec.name} needs publishers too: --users must exceed --consumers")
     return parse_duration(args.duration)
+
+
+def default_processes(spec, users: int) -> int:
+    """One process, or one per user when the scenario both publishes and consumes.
+
+    Users of one process share its asyncio loop, and nats-py's fetch takes loop turns per message: next to a
+    publisher a consumer gets a fraction of the turns it needs, and its rate and end-to-end latency would then
+    measure our loop, not the server. Locust hands users to processes in turn, so only one user per process keeps
+    every publisher and consumer apart."""
+    if spec.publisher and spec.consumer:
+        return max(1, min(users, MAX_DEFAULT_PROCESSES))
+    return 1
 
 
 def locust_command(
@@ -194,14 +216,12 @@ def run(args) -> int:
             flush=True,
         )
         rc = _run_bounded(cmd, env, out / "locust.log", duration_s + GRACE_S)
-        if not (out / runfile.LOAD_FILE).exists() and not target.managed:
+        if not (out / LOAD_FILE).exists() and not target.managed:
             asyncio.run(_teardown(target, settings))  # Locust died before its own teardown: clean up after it
     finally:
         provider.stop()
-    if not (out / runfile.LOAD_FILE).exists():
-        raise TargetError(
-            f"Locust exited with {rc} without writing {out / runfile.LOAD_FILE}; see {out / 'locust.log'}"
-        )
+    if not (out / LOAD_FILE).exists():
+        raise TargetError(f"Locust exited with {rc} without writing {out / LOAD_FILE}; see {out / 'locust.log'}")
     run_info = runfile.read(out)
     result = summary.summarize(out)
     (out / "summary.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")

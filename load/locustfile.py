@@ -12,6 +12,7 @@ what the run created and writes ``<out>/load.json``.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import logging
@@ -48,6 +49,7 @@ DRAIN = "jetcheck_drain"
 WORKER_DRAIN_TIMEOUT_S = 60.0
 FLUSH_EVERY_S = 1.0
 FLUSH_CHECK_S = 0.1
+GC_YOUNG_THRESHOLD = 100_000
 
 _user_numbers = itertools.count()
 _oplog: OpLog | None = None
@@ -55,6 +57,7 @@ _drivers: set[Driver] = set()
 _run: dict[str, Any] = {}  # master/local: what load.json needs, filled at test start
 _run_ids_given: dict[str, tuple[str, str]] = {}  # the run id and prefix from the command line, if any
 _cpu_at_start = 0.0  # this process's CPU seconds when the test started (load.json reports the load's CPU cost)
+_roles_here: set[str] = set()  # the roles this process's users played in the current test
 
 
 @events.init_command_line_parser.add_listener
@@ -151,6 +154,7 @@ class NatsUser(User):
     def on_start(self) -> None:
         settings = settings_from(self.environment.parsed_options)
         self.number = next(_user_numbers)
+        _roles_here.add(self.role)
         log = process_oplog(settings)
         cls = driver_class(settings, self.role)
         self.driver = cls(settings, log, self.number, connect_to(settings.server_url))
@@ -233,7 +237,13 @@ def register_messages(environment) -> None:
             environment.runner.stop()  # stops users (each drains) and fires test_stop (closes the log)
             rows = close_oplog()
             environment.runner.send_message(
-                DRAINED, {"pid": os.getpid(), "rows": rows, "cpu_s": round(time.process_time() - _cpu_at_start, 3)}
+                DRAINED,
+                {
+                    "pid": os.getpid(),
+                    "rows": rows,
+                    "cpu_s": round(time.process_time() - _cpu_at_start, 3),
+                    "roles": sorted(_roles_here),
+                },
             )
 
         runner.register_message(DRAIN, drain, concurrent=True)
@@ -249,7 +259,9 @@ def register_messages(environment) -> None:
 def on_test_start(environment, **_kwargs) -> None:
     global _cpu_at_start
     _cpu_at_start = time.process_time()
+    _roles_here.clear()
     if isinstance(environment.runner, WorkerRunner):
+        freeze_heap()
         return
     options = environment.parsed_options
     # the master decides each test's identity (a new one per test in the web UI unless given on the command
@@ -276,7 +288,20 @@ def on_test_start(environment, **_kwargs) -> None:
     _run["sampler"] = (
         MonitorSampler(monitor, Path(settings.out_dir), settings.run_id).start() if reachable(monitor) else None
     )
+    freeze_heap()
     _cpu_at_start = time.process_time()  # the setup (e.g. prefill) is not the load's cost
+
+
+def freeze_heap() -> None:
+    """Keep the garbage collector off the load's hot path.
+
+    What exists before the load (Locust, Flask, Arrow, ...: hundreds of thousands of objects) is exempted, or every
+    full collection would walk all of it; and young collections run every GC_YOUNG_THRESHOLD allocations instead
+    of every 700, so an operation's objects (future, callbacks, ack) are usually gone before one runs instead of
+    being carried, with the thousand operations in flight, into the older generations."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
 
 
 @events.test_stop.add_listener
@@ -295,9 +320,11 @@ def on_test_stop(environment, **_kwargs) -> None:
             while len(_run["drained"]) < workers:
                 gevent.sleep(0.05)  # the workers' answers arrive as messages, handled by another greenlet
         load_cpu = {str(w.get("pid")): w.get("cpu_s") for w in _run["drained"]}
+        roles = {str(w.get("pid")): w.get("roles", []) for w in _run["drained"]}
     else:
         close_oplog()
         load_cpu = {str(os.getpid()): round(time.process_time() - _cpu_at_start, 3)}
+        roles = {str(os.getpid()): sorted(_roles_here)}
     end_ns = time.time_ns()
 
     async def finish() -> tuple[dict, list[str]]:
@@ -336,6 +363,7 @@ def on_test_stop(environment, **_kwargs) -> None:
         workers_drained=_run.get("drained", []),
         expected_workers=workers,
         load_cpu_s=load_cpu,
+        process_roles=roles,
     )
     runfile.write(Path(settings.out_dir), run)
     logger.info("jetcheck: wrote %s", json.dumps({"run_id": settings.run_id, "out": settings.out_dir}))

@@ -10,7 +10,7 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from jetcheck.records import SAMPLE_FIELDS, arrow_schema
+from jetcheck.records import SAMPLE_FIELDS, SAMPLES_DIR, arrow_schema
 
 from .parquetlog import RollingParquet
 
@@ -69,7 +69,7 @@ class MonitorSampler:
         self.failures = 0
         self._rows: list[dict] = []
         self._files = RollingParquet(
-            Path(out_dir) / "samples", "samples", arrow_schema(SAMPLE_FIELDS), roll_rows=3600, roll_seconds=3600
+            Path(out_dir) / SAMPLES_DIR, "samples", arrow_schema(SAMPLE_FIELDS), roll_rows=3600, roll_seconds=3600
         )
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="jetcheck-monitor", daemon=True)

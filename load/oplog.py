@@ -11,6 +11,7 @@ memory stays flat for any run length.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from array import array
@@ -23,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet
 
-from jetcheck.records import OP_FIELDS, arrow_schema
+from jetcheck.records import OP_FIELDS, OPS_DIR, arrow_schema
 
 from .parquetlog import RollingParquet
 
@@ -76,10 +77,11 @@ class OpLog:
         self._pending: list[Future] = []
         self._executor = native_executor()
         self._files = RollingParquet(
-            Path(out_dir) / "ops", f"ops-{self.pid}", arrow_schema(OP_FIELDS), roll_rows, roll_seconds
+            Path(out_dir) / OPS_DIR, f"ops-{self.pid}", arrow_schema(OP_FIELDS), roll_rows, roll_seconds
         )
         self._last_flush = time.monotonic()
         self.closed = False
+        warm_up_arrow()
 
     def context(self, user: int, op: str, stream: str, subject: str, payload_size: int) -> int:
         key = (user, op, stream, subject, payload_size)
@@ -164,6 +166,13 @@ class OpLog:
 
     def _write(self, chunk: array, contexts: tuple, errors: tuple) -> None:
         self._files.write(rows_to_table(chunk, contexts, errors, self.run_id, self.scenario, self.pid))
+
+
+@functools.cache
+def warm_up_arrow() -> None:
+    """Convert one row before the load starts: Arrow initializes its compute kernels on first use (about 250 ms,
+    mostly holding the GIL), which would otherwise stall the load the first time the writer thread runs."""
+    rows_to_table(array("q", bytes(8 * SLOTS)), ((0, "", "", "", 0),), ("",), "", "", 0)
 
 
 def rows_to_table(chunk: array, contexts: tuple, errors: tuple, run_id: str, scenario: str, pid: int):

@@ -8,11 +8,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from jetcheck.records import LOAD_FILE, OPS_DIR, SAMPLES_DIR
+
 from .scenarios import LoadSettings
 
-LOAD_FILE = "load.json"
-OPS_DIR = "ops"
-SAMPLES_DIR = "samples"
 CLOCK_NOTE = (
     "all times are wall-clock ns (time.time_ns) taken on one machine, so publisher and consumer "
     "processes share a clock; runs across machines need synchronised clocks for e2e_ns and "
@@ -42,6 +41,7 @@ def describe(
     workers_drained: list[dict],
     expected_workers: int,
     load_cpu_s: dict[str, float],
+    process_roles: dict[str, list[str]],
 ) -> dict[str, Any]:
     spec = settings.spec
     return {
@@ -71,6 +71,7 @@ def describe(
         "workers_drained": workers_drained,
         "expected_workers": expected_workers,
         "load_cpu_s": load_cpu_s,  # CPU seconds each load process spent from test start to drained, by pid
+        "process_roles": process_roles,  # the roles (publisher, consumer) each load process's users played, by pid
         "ops_dir": OPS_DIR,
         "samples_dir": SAMPLES_DIR,
         "overflow": "open-loop ops not sent because max_inflight were outstanding: ok=false, error_class=Overflow",

@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from jetcheck.records import OPS_DIR, shared_loop_note
+
 from . import runfile
 
 QUANTILES = (0.5, 0.9, 0.99, 0.999)
@@ -22,7 +24,7 @@ def read_ops(out_dir: Path, columns: list[str] | None = None):
     from jetcheck.records import OP_FIELDS, arrow_schema
 
     schema = arrow_schema(OP_FIELDS)
-    ops_dir = Path(out_dir) / runfile.OPS_DIR
+    ops_dir = Path(out_dir) / OPS_DIR
     if not ops_dir.is_dir():  # nothing was logged at all
         return pa.table({name: pa.array([], schema.field(name).type) for name in columns or COLUMNS})
     return ds.dataset(ops_dir, format="parquet", schema=schema).to_table(columns=columns or COLUMNS)
@@ -69,7 +71,9 @@ def summarize(out_dir: Path) -> dict[str, Any]:
             if len(e2e):
                 entry["e2e_us"] = _quantiles_us(e2e)
         ops[op] = entry
-    return {"rows": table.num_rows, "ops": ops, "checks": record_checks(runfile.read(out_dir), table)}
+    run = runfile.read(out_dir)
+    notes = [note for note in (shared_loop_note(run),) if note]
+    return {"rows": table.num_rows, "ops": ops, "checks": record_checks(run, table), "notes": notes}
 
 
 def record_checks(run: dict[str, Any], table) -> list[dict[str, Any]]:
@@ -133,4 +137,5 @@ def format_summary(run: dict[str, Any], summary: dict[str, Any]) -> str:
     for item in summary["checks"]:
         mark = "ok  " if item["pass"] else "FAIL"
         lines.append(f"  [{mark}] {item['check']}: log {item.get('logged', '-')}, server {item['server']}")
+    lines.extend(f"  [note] {note}" for note in summary.get("notes", []))
     return "\n".join(lines)

@@ -8,13 +8,18 @@ from pathlib import Path
 from typing import Any
 
 from jetcheck.config import ConfigError
-from jetcheck.records import RESULTS_FILE, RUN_FILE, CheckResult, read_results
+from jetcheck.records import (
+    LOAD_FILE,
+    OPS_DIR,
+    OPS_GLOB,
+    RESULTS_FILE,
+    RUN_FILE,
+    SAMPLES_DIR,
+    SAMPLES_GLOB,
+    CheckResult,
+    read_results,
+)
 
-LOAD_FILE = "load.json"
-OPS_DIR = "ops"
-SAMPLES_DIR = "samples"
-OPS_GLOB = "ops-*.parquet"
-SAMPLES_GLOB = "samples-*.parquet"
 CERTIFY_DIR = "certify"
 LOAD_DIR = "load"
 REPORT_DIR = "report"

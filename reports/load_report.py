@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from jetcheck.records import OP_FIELDS, SAMPLE_FIELDS
+from jetcheck.records import OP_FIELDS, SAMPLE_FIELDS, shared_loop_note
 from jetcheck.reports import buckets
 from jetcheck.reports.inputs import ResultSet
 
@@ -53,6 +53,7 @@ class LoadTables:
     errors: pd.DataFrame  # scenario, op, t_s, error_class, error_code, count
     samples: pd.DataFrame  # t_s, cpu, mem, *_rate per second
     notes: list[str] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)  # what limits how far the figures can be trusted
 
 
 def read_ops(spark, result_set: ResultSet):
@@ -319,4 +320,5 @@ def aggregate_load(spark, result_set: ResultSet) -> LoadTables:
         errors=errors,
         samples=_samples(spark, result_set, origin_ns),
         notes=notes,
+        caveats=[caveat for caveat in (shared_loop_note(info),) if caveat],
     )

@@ -133,6 +133,7 @@ def _load_html(load: LoadTables) -> str:
     if load.totals.empty:
         parts.append("<p><em>No operations were logged.</em></p>")
         return "\n".join(parts)
+    parts.extend(f"<p class='caveat'><strong>Caveat:</strong> {_esc(caveat)}</p>" for caveat in load.caveats)
     parts.append(f"<p>Duration {load.span_s:.1f} s.</p>" + html_table(load.totals))
     parts.append("<h4>Latency (ms)</h4>" + html_table(_in_ms(load.latency)))
     parts.append("<ul class='notes'>" + "".join(f"<li>{_esc(n)}</li>" for n in load.notes) + "</ul>")
@@ -234,6 +235,7 @@ def render_markdown(content: ReportContent) -> str:
         if load.totals.empty:
             out.append("_no operations logged_\n")
             continue
+        out += [f"**Caveat:** {caveat}\n" for caveat in load.caveats]
         out += [
             f"Duration {load.span_s:.1f} s.",
             "",

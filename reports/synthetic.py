@@ -15,16 +15,18 @@ from pathlib import Path
 import numpy as np
 
 from jetcheck.records import (
+    LOAD_FILE,
     OP_FIELDS,
+    OPS_DIR,
     RESULTS_FILE,
     RUN_FILE,
     SAMPLE_FIELDS,
+    SAMPLES_DIR,
     CheckResult,
     arrow_schema,
     write_results,
 )
 
-LOAD_FILE = "load.json"
 ERROR_CLASSES = ("TimeoutError", "NoRespondersError", "APIError")
 START_NS = 1_760_000_000_000_000_000  # a fixed wall-clock origin keeps generated files reproducible
 
@@ -120,15 +122,15 @@ def write_load_run(folder: Path, spec: LoadSpec) -> Path:
     import pyarrow.parquet as pq
 
     rng = np.random.default_rng(spec.seed)
-    (folder / "ops").mkdir(parents=True, exist_ok=True)
-    (folder / "samples").mkdir(parents=True, exist_ok=True)
+    (folder / OPS_DIR).mkdir(parents=True, exist_ok=True)
+    (folder / SAMPLES_DIR).mkdir(parents=True, exist_ok=True)
     files = max(spec.processes, -(-spec.records // spec.rows_per_file))
     bounds = np.linspace(0, spec.records, files + 1).astype(np.int64)
     for n, (first, last) in enumerate(itertools.pairwise(bounds)):
         pid = 1000 + n % spec.processes
         table = _ops_table(spec, rng, int(first), int(last - first), pid)
-        pq.write_table(table, folder / "ops" / f"ops-{pid}-{n // spec.processes}.parquet")
-    pq.write_table(_samples_table(spec, rng), folder / "samples" / "samples-0.parquet")
+        pq.write_table(table, folder / OPS_DIR / f"ops-{pid}-{n // spec.processes}.parquet")
+    pq.write_table(_samples_table(spec, rng), folder / SAMPLES_DIR / "samples-0.parquet")
     meta = {
         "run_id": spec.run_id,
         "scenario": spec.scenario,
@@ -140,6 +142,11 @@ def write_load_run(folder: Path, spec: LoadSpec) -> Path:
         "server": {"version": "2.15.1", "url": "nats://127.0.0.1:4222"},
         "start_ns": spec.start_ns,
         "end_ns": spec.start_ns + int(spec.duration_s * 1e9),
+        # every process's rows mix all of spec.ops, so with publishes and consumes each process played both roles
+        "process_roles": {
+            str(1000 + n): sorted({"publisher" if op == "publish" else "consumer" for op in spec.ops})
+            for n in range(spec.processes)
+        },
     }
     (folder / LOAD_FILE).write_text(json.dumps(meta, indent=2))
     return folder

@@ -6,7 +6,15 @@ import json
 
 import pytest
 
-from jetcheck.records import OP_FIELDS, SAMPLE_FIELDS, CheckResult, arrow_schema, read_results, write_results
+from jetcheck.records import (
+    OP_FIELDS,
+    SAMPLE_FIELDS,
+    CheckResult,
+    arrow_schema,
+    read_results,
+    shared_loop_note,
+    write_results,
+)
 
 
 def _result(**changes) -> CheckResult:
@@ -65,3 +73,12 @@ def test_log_schemas_build_arrow_schemas():
         schema = arrow_schema(fields)
         assert schema.names == [name for name, _ in fields]
         assert len(set(schema.names)) == len(schema.names)
+
+
+def test_a_load_run_caveats_only_processes_that_ran_both_roles():
+    """The shared-loop caveat names exactly the processes whose users both published and consumed."""
+    separate = {"process_roles": {"11": ["publisher"], "12": ["consumer"]}}
+    shared = {"process_roles": {"11": ["consumer", "publisher"], "12": ["publisher"], "13": ["consumer", "publisher"]}}
+    assert shared_loop_note(separate) is None
+    assert shared_loop_note({}) is None  # load.json written before roles were recorded
+    assert shared_loop_note(shared).startswith("publishers and consumers shared process(es) 11, 13:")

@@ -57,6 +57,33 @@ def test_each_scenario_logs_exactly_what_the_server_stored(tmp_path, embedded_se
     assert not list((out / "ops").glob(".*.part")), "an op-log file was left unfinished"
     if scenario == "end-to-end":
         assert summary["ops"]["consume"]["e2e_us"]["p50"] > 0
+    if spec.consumer and spec.publisher:  # by default every user has its own process: no role shares a loop
+        assert run["processes"] == 3 and all(len(roles) == 1 for roles in run["process_roles"].values())
+        assert summary["notes"] == []
+
+
+def test_publishers_and_consumers_in_one_process_carry_a_caveat(tmp_path, embedded_server):
+    """When one process runs both roles, load.json says so and the summary warns that consumer figures understate
+    the server."""
+    rc, run, summary, _out = run_load(
+        tmp_path,
+        embedded_server,
+        "--scenario",
+        "end-to-end",
+        "--rate",
+        "1000",
+        "--users",
+        "2",
+        "--processes",
+        "1",
+        "--duration",
+        "2s",
+    )
+    assert rc == 0
+    assert_no_lost_records(summary)
+    assert list(run["process_roles"].values()) == [["consumer", "publisher"]]
+    (note,) = summary["notes"]
+    assert note.startswith(f"publishers and consumers shared process(es) {next(iter(run['process_roles']))}:")
 
 
 def test_fixed_rate_holds_within_5_percent_with_distinct_sub_ms_percentiles(tmp_path):

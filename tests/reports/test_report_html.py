@@ -94,7 +94,10 @@ def test_report_screenshot_is_saved(built_report, tmp_path):
 def test_report_writes_summary_and_tables(built_report):
     """summary.md states the verdict; every table is written as CSV and Parquet."""
     out = built_report.index.parent
-    assert "1 MUST check(s) failed (1 of server rules)" in (out / "summary.md").read_text()
+    summary = (out / "summary.md").read_text()
+    assert "1 MUST check(s) failed (1 of server rules)" in summary
+    assert "**Caveat:** publishers and consumers shared process(es)" in summary
+    assert "<strong>Caveat:</strong> publishers and consumers shared" in built_report.index.read_text()
     names = {p.stem for p in (out / "tables").iterdir()}
     assert {"conformance_summary", "conformance_matrix", "load_latency", "load_throughput", "load_samples"} <= names
     for name in names:

@@ -95,3 +95,9 @@ def test_server_samples_share_the_axis_and_become_rates(load_tables):
     samples = load_tables.samples
     assert samples["t_s"].iloc[0] == 0
     assert np.allclose(samples["in_msgs_rate"].iloc[1:], samples["in_msgs"].diff().iloc[1:], rtol=1e-9)
+
+
+def test_a_process_that_ran_both_roles_is_a_caveat(load_tables):
+    """The synthetic run's processes published and consumed; the load tables carry the shared-loop caveat."""
+    (caveat,) = load_tables.caveats
+    assert caveat.startswith("publishers and consumers shared process(es) 1000, 1001:")
