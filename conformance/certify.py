@@ -10,10 +10,10 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from jetcheck.config import OPTIONS, Config, Option, resolve
+from jetcheck.config import OPTIONS, Config, add_option_arguments, cli_flag, resolve
 from jetcheck.fixtures.binaries import system_binary, wheel_binary
 from jetcheck.fixtures.errors import TargetError
-from jetcheck.fixtures.target import Credentials, Target, probe
+from jetcheck.fixtures.target import Target, probe
 from jetcheck.records import JUNIT_FILE, RESULTS_FILE, STATUSES, SUBJECTS, CheckResult, read_results
 
 CHECKS_PACKAGE = "jetcheck.conformance.checks"
@@ -28,21 +28,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run the conformance suite; write results.jsonl, run.json and junit.xml into --out. "
         "Exit 0 only if every MUST check passed or was na. Arguments after -- go to pytest.",
     )
-    add_target_arguments(parser)
+    add_option_arguments(parser, [option.name for option in CLI_OPTIONS])
     parser.add_argument("--out", default="jetcheck-results", help="result directory (default: %(default)s)")
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then extra pytest arguments")
     parser.set_defaults(func=certify_command)
-
-
-def cli_flag(option: Option) -> str:
-    """The command's flag for an option: the pytest plugin's --jetcheck-X without its prefix."""
-    return "--" + option.name.replace("_", "-")
-
-
-def add_target_arguments(parser: argparse.ArgumentParser) -> None:
-    """One flag per jetcheck option; environment variables and defaults apply as in the pytest plugin."""
-    for option in CLI_OPTIONS:
-        parser.add_argument(cli_flag(option), dest=option.name, default=None, help=f"{option.help} [{option.env}]")
 
 
 def resolve_from_args(args: argparse.Namespace) -> Config:
@@ -60,10 +49,7 @@ def preflight(cfg: Config) -> None:
 
 
 async def _probe_url(cfg: Config) -> None:
-    credentials = Credentials(
-        cfg.user, cfg.password, cfg.token, cfg.nkey_seed, cfg.creds, cfg.tls_ca, cfg.tls_cert, cfg.tls_key
-    )
-    nc = await Target(cfg.server, credentials).connect()
+    nc = await Target(cfg.server, cfg.credentials()).connect()
     try:
         await probe(nc)
     finally:

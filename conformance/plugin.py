@@ -11,6 +11,7 @@ import itertools
 import json
 import os
 import platform
+import ssl
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ from jetcheck.fixtures.cleanup import create_anchor, delete_owned_streams
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.providers import ServerProvider, provider_for
 from jetcheck.fixtures.proxy import NatsProxy
-from jetcheck.fixtures.target import Credentials, ServerInfo, Target, probe, version_tuple
+from jetcheck.fixtures.target import ServerInfo, Target, probe, version_tuple
 from jetcheck.records import LEVELS, RESULTS_FILE, RUN_FILE, CheckResult
 from jetcheck.redact import redact_text
 
@@ -99,11 +100,8 @@ class RunState:
             pytest.exit(f"jetcheck: {self.failure}", returncode=3)
         cfg = self.config
         try:
-            credentials = Credentials(
-                cfg.user, cfg.password, cfg.token, cfg.nkey_seed, cfg.creds, cfg.tls_ca, cfg.tls_cert, cfg.tls_key
-            )
             self.provider = provider_for(
-                cfg.server, cfg.server_version, credentials, Path(cfg.server_cache) if cfg.server_cache else None
+                cfg.server, cfg.server_version, cfg.credentials(), Path(cfg.server_cache) if cfg.server_cache else None
             )
             target = self.provider.start()
             self.server = asyncio.run(_probe_and_anchor(target, cfg.run_prefix))
@@ -508,7 +506,9 @@ def client(jetcheck_config: Config):
 
 @pytest_asyncio.fixture
 async def proxied(target: Target):
-    """A fault-injection NatsProxy in front of the target (managed or URL), stopped after the check."""
-    proxy = await NatsProxy.for_url(target.url).start()
+    """A fault-injection NatsProxy in front of the target (managed or URL), stopped after the check; it speaks the
+    target's TLS itself, with the context the client would use, so faults reach TLS targets too."""
+    tls = target.credentials.tls_context() or ssl.create_default_context()
+    proxy = await NatsProxy.for_url(target.url, upstream_tls=tls).start()
     yield proxy
     await proxy.stop()

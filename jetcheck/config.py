@@ -7,9 +7,10 @@ option in OPTIONS as ``--jetcheck-<name>`` and ``jetcheck_<name>``; the environm
 
 from __future__ import annotations
 
+import argparse
 import re
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from urllib.parse import urlsplit
 
 from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.fixtures.errors import TargetError
+from jetcheck.fixtures.target import Credentials
 from jetcheck.redact import REDACTED, redact_url
 
 
@@ -139,6 +141,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("server_cache", "directory where nats-server releases are installed side by side", lambda: ""),
 )
 OPTION_BY_NAME = {option.name: option for option in OPTIONS}
+# how to authenticate to a URL target and trust it; the same names as the fields of fixtures.target.Credentials
+CREDENTIAL_OPTIONS = ("user", "password", "token", "nkey_seed", "creds", "tls_ca", "tls_cert", "tls_key")
+CREDENTIAL_VARIABLES = tuple(OPTION_BY_NAME[name].env for name in CREDENTIAL_OPTIONS)
 
 
 @dataclass(frozen=True)
@@ -165,6 +170,9 @@ class Config:
         """True when the suite starts the server itself (and may restart or kill it)."""
         return self.server in ("local", "system")
 
+    def __repr__(self) -> str:  # reprs reach tracebacks and logs
+        return "Config(" + ", ".join(f"{name}={value!r}" for name, value in self.redacted().items()) + ")"
+
     def redacted(self) -> dict[str, Any]:
         shown: dict[str, Any] = {}
         for item in fields(self):
@@ -176,6 +184,9 @@ class Config:
             shown[item.name] = value
         return shown
 
+    def credentials(self) -> Credentials:
+        return Credentials(**{name: getattr(self, name) for name in CREDENTIAL_OPTIONS})
+
 
 def resolve(
     cli: Mapping[str, str | None],
@@ -185,21 +196,60 @@ def resolve(
 ) -> Config:
     """Resolve every option once. `cli` and `ini` are keyed by option name; `env` is the process environment;
     `flag` names an option's command-line flag in error messages."""
-    ini = ini or {}
-    values: dict[str, Any] = {}
-    for option in OPTIONS:
-        given = [
-            (where, raw)
-            for where, raw in (
-                (flag(option), cli.get(option.name)),
-                (option.env, env.get(option.env)),
-                (option.ini, ini.get(option.name)),
-            )
-            if raw not in (None, "")
-        ]
-        where, raw = given[0] if given else ("default", option.default())
-        try:
-            values[option.name] = option.parse(str(raw))
-        except ConfigError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
-    return Config(**values)
+    return Config(**{option.name: _resolve_one(option, cli, env, ini or {}, flag) for option in OPTIONS})
+
+
+def resolve_some(
+    names: Iterable[str],
+    cli: Mapping[str, str | None],
+    env: Mapping[str, str],
+    flag: Callable[[Option], str] = lambda option: option.flag,
+) -> dict[str, Any]:
+    """The named options only, resolved as `resolve` does (for commands that take a few of them)."""
+    return {name: _resolve_one(OPTION_BY_NAME[name], cli, env, {}, flag) for name in names}
+
+
+def resolve_credentials(
+    cli: Mapping[str, str | None], env: Mapping[str, str], flag: Callable[[Option], str] = lambda option: option.flag
+) -> Credentials:
+    return Credentials(**resolve_some(CREDENTIAL_OPTIONS, cli, env, flag))
+
+
+def credential_environment(credentials: Credentials) -> dict[str, str]:
+    """The JETCHECK_* variables that carry `credentials` to a subprocess (secrets stay off command lines)."""
+    return {OPTION_BY_NAME[name].env: value for name in CREDENTIAL_OPTIONS if (value := getattr(credentials, name))}
+
+
+def _resolve_one(
+    option: Option,
+    cli: Mapping[str, str | None],
+    env: Mapping[str, str],
+    ini: Mapping[str, str | None],
+    flag: Callable[[Option], str],
+) -> Any:
+    given = [
+        (where, raw)
+        for where, raw in (
+            (flag(option), cli.get(option.name)),
+            (option.env, env.get(option.env)),
+            (option.ini, ini.get(option.name)),
+        )
+        if raw not in (None, "")
+    ]
+    where, raw = given[0] if given else ("default", option.default())
+    try:
+        return option.parse(str(raw))
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def cli_flag(option: Option) -> str:
+    """A jetcheck command's flag for an option: the pytest plugin's --jetcheck-X without its prefix."""
+    return "--" + option.name.replace("_", "-")
+
+
+def add_option_arguments(parser: argparse.ArgumentParser, names: Iterable[str]) -> None:
+    """One flag per named option; environment variables and defaults apply as in the pytest plugin."""
+    for name in names:
+        option = OPTION_BY_NAME[name]
+        parser.add_argument(cli_flag(option), dest=option.name, default=None, help=f"{option.help} [{option.env}]")

@@ -20,11 +20,19 @@ import sys
 import time
 from pathlib import Path
 
-from jetcheck.config import ConfigError
+from jetcheck.config import (
+    CREDENTIAL_OPTIONS,
+    CREDENTIAL_VARIABLES,
+    ConfigError,
+    add_option_arguments,
+    cli_flag,
+    credential_environment,
+    resolve_credentials,
+)
 from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.providers import provider_for
-from jetcheck.fixtures.target import Credentials, Target, probe
+from jetcheck.fixtures.target import Target, probe
 from jetcheck.records import LOAD_FILE
 from jetcheck.redact import redact_url
 
@@ -76,6 +84,7 @@ def register(subparsers) -> None:
     parser.add_argument("--server", default="local", help="local (embedded), system, or nats://host:port")
     parser.add_argument("--server-version", default=DEFAULT_VERSION, help="nats-server release for --server local")
     parser.add_argument("--monitor", default="", help="monitoring URL of a remote server (default host:8222)")
+    add_option_arguments(parser, CREDENTIAL_OPTIONS)  # for a nats:// or tls:// --server, as `jetcheck certify`
     parser.add_argument("--out", default="", help="output directory (default jetcheck-load/<run id>)")
     parser.set_defaults(func=run)
 
@@ -185,11 +194,11 @@ async def _teardown(target: Target, settings: LoadSettings) -> None:
 
 def run(args) -> int:
     duration_s = _validate(args)
+    credentials = resolve_credentials(vars(args), os.environ, flag=cli_flag)
     run_id = "load-" + secrets.token_hex(4)
     prefix = "jc" + secrets.token_hex(3)
     out = Path(args.out or Path("jetcheck-load") / run_id)
-    out.mkdir(parents=True, exist_ok=True)
-    provider = provider_for(args.server, args.server_version, Credentials())
+    provider = provider_for(args.server, args.server_version, credentials)
     target = provider.start()
     try:
         settings = LoadSettings(
@@ -206,10 +215,15 @@ def run(args) -> int:
             prefill=args.prefill,
         )
         version = asyncio.run(_prepare(target, settings))
+        out.mkdir(parents=True, exist_ok=True)  # only once the target has answered
         monitor = target.process.monitor_url if target.process else (args.monitor or default_monitor_url(target.url))
         cmd = locust_command(args, duration_s, out, run_id, prefix, monitor, version)
-        # the URL (which may carry credentials) travels in the environment, not on the command line
-        env = {**os.environ, "JETCHECK_LOAD_SERVER": target.url}
+        # the URL (which may carry credentials) and the credentials travel in the environment, not on the command
+        # line; a server the suite started itself takes none
+        env = {k: v for k, v in os.environ.items() if k not in CREDENTIAL_VARIABLES}
+        env["JETCHECK_LOAD_SERVER"] = target.url
+        if not target.managed:
+            env.update(credential_environment(credentials))
         print(
             f"jetcheck load: {args.scenario} against {redact_url(target.url)} (nats-server {version}) "
             f"for {duration_s:g}s -> {out}",

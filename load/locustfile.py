@@ -26,6 +26,7 @@ import gevent
 from locust import User, constant, events, task
 from locust.runners import MasterRunner, WorkerRunner
 
+from jetcheck.config import resolve_credentials
 from jetcheck.fixtures.target import Target
 from jetcheck.load import bridge, runfile
 from jetcheck.load.drivers import Driver, driver_class
@@ -114,8 +115,13 @@ def settings_from(options) -> LoadSettings:
     )
 
 
+def target_for(url: str) -> Target:
+    """The target at `url`, with the credentials `jetcheck load` (or the user) put in JETCHECK_* variables."""
+    return Target(url=url, credentials=resolve_credentials({}, os.environ))
+
+
 def connect_to(url: str):
-    return lambda: Target(url=url).connect()
+    return lambda: target_for(url).connect()
 
 
 def process_oplog(settings: LoadSettings) -> OpLog:
@@ -275,7 +281,7 @@ def on_test_start(environment, **_kwargs) -> None:
     _run.update(settings=settings, start_ns=time.time_ns(), drained=[])
 
     async def prepare() -> str:
-        nc = await Target(url=settings.server_url).connect()
+        nc = await target_for(settings.server_url).connect()
         try:
             await setup(settings, nc)
             return str(nc._server_info.get("version", ""))
@@ -328,7 +334,7 @@ def on_test_stop(environment, **_kwargs) -> None:
     end_ns = time.time_ns()
 
     async def finish() -> tuple[dict, list[str]]:
-        nc = await Target(url=settings.server_url).connect()
+        nc = await target_for(settings.server_url).connect()
         try:
             counts = await server_counts(settings, nc)
             deleted = await teardown(settings, nc) if settings.cleanup else []

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
+from jetcheck.config import CREDENTIAL_OPTIONS, add_option_arguments, cli_flag, resolve_credentials, resolve_some
 from jetcheck.reports import compare
 
 
@@ -33,7 +35,15 @@ def report_command(args: argparse.Namespace) -> int:
 def run_command(args: argparse.Namespace) -> int:
     from jetcheck.reports.runjob import main_job
 
-    return main_job(Path(args.out) if args.out else None, args.server_version, args.master, strict=args.strict)
+    server = resolve_some(["server"], vars(args), os.environ, flag=cli_flag)["server"]
+    return main_job(
+        Path(args.out) if args.out else None,
+        args.server_version,
+        args.master,
+        strict=args.strict,
+        server=server,
+        credentials=resolve_credentials(vars(args), os.environ, flag=cli_flag),
+    )
 
 
 def register(subparsers) -> None:
@@ -73,11 +83,13 @@ def register(subparsers) -> None:
 
     run = subparsers.add_parser(
         "run",
-        help="certify the embedded server, run a short load, write the report",
-        description="Certify against the embedded nats-server, run a ~20 s publish+consume load, and write the "
-        "report into one run folder; prints the path of its index.html and the verdict. Exit 0 once the report "
-        "is written, 3 when a step did not complete; with --strict, 1 when a MUST check failed.",
+        help="certify the embedded server (or --server), run a short load, write the report",
+        description="Certify against the embedded nats-server (or --server with its credentials), run a ~20 s "
+        "publish+consume load, and write the report into one run folder; prints the path of its index.html and "
+        "the verdict. Exit 0 once the report is written, 3 when a step did not complete; with --strict, 1 when a "
+        "MUST check failed.",
     )
+    add_option_arguments(run, ["server", *CREDENTIAL_OPTIONS])
     run.add_argument("--out", metavar="DIR", help="run folder to create (default: ./jetcheck-run-<time>)")
     run.add_argument("--server-version", metavar="V", help="nats-server release to certify and load")
     run.add_argument("--master", metavar="URL", help="Spark master for the report (default: local[*])")

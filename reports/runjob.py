@@ -1,4 +1,4 @@
-"""`jetcheck run`: certify against the embedded server, a short load session, then the report, in one folder.
+"""`jetcheck run`: certify against the embedded server (or a URL), a short load session, then the report.
 
 Each step is a subprocess of this interpreter (`python -m jetcheck.cli ...`) whose output goes to RUN/logs/, so the
 terminal shows a progress display instead: one line per step, refreshed with the elapsed time and the step's
@@ -14,11 +14,12 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from jetcheck.config import ConfigError
+from jetcheck.config import ConfigError, credential_environment
+from jetcheck.fixtures.target import Credentials
 from jetcheck.records import RESULTS_FILE
 from jetcheck.reports.build import build_report
 from jetcheck.reports.inputs import CERTIFY_DIR, LOAD_DIR, LOAD_FILE, REPORT_DIR
@@ -37,17 +38,23 @@ class Step:
     argv: list[str]
     produces: Path  # the step counts as done only if this exists afterwards
     timeout_s: float
+    env: dict[str, str] = field(default_factory=dict)  # added to this process's environment (credentials)
 
 
-def default_steps(run_dir: Path, server_version: str | None = None) -> list[Step]:
+def default_steps(
+    run_dir: Path, server_version: str | None = None, server: str = "local", credentials: Credentials | None = None
+) -> list[Step]:
     cli = [sys.executable, "-m", "jetcheck.cli"]
-    version = ["--server-version", server_version] if server_version else []
+    # the target travels as --server; its credentials, secrets included, in the environment only
+    version = ["--server", server, *(["--server-version", server_version] if server_version else [])]
+    env = credential_environment(credentials or Credentials())
     return [
         Step(
             "certify",
             [*cli, "certify", "--out", str(run_dir / CERTIFY_DIR), *version],
             run_dir / CERTIFY_DIR / RESULTS_FILE,
             1800,
+            env,
         ),
         Step(
             "load",
@@ -65,6 +72,7 @@ def default_steps(run_dir: Path, server_version: str | None = None) -> list[Step
             ],
             run_dir / LOAD_DIR / LOAD_FILE,
             300,
+            env,
         ),
     ]
 
@@ -128,7 +136,12 @@ def run_step(step: Step, log: Path) -> tuple[bool, str]:
     """Run one step with its output in `log`; (completed, outcome text). Completed = produced its output."""
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            step.argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            step.argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env={**os.environ, **step.env},
         )
         try:
             code = process.wait(timeout=step.timeout_s)
@@ -158,6 +171,8 @@ def main_job(
     steps: list[Step] | None = None,
     stream: TextIO | None = None,
     strict: bool = False,
+    server: str = "local",
+    credentials: Credentials | None = None,
 ) -> int:
     """Certify, load, report into one run folder; print index.html's path.
 
@@ -169,7 +184,7 @@ def main_job(
         raise ConfigError(f"--out {run_dir} already holds a run: choose a new folder")
     logs = run_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    steps = steps if steps is not None else default_steps(run_dir, server_version)
+    steps = steps if steps is not None else default_steps(run_dir, server_version, server, credentials)
     progress = Progress(len(steps) + 1, stream)
     incomplete = []
     print(f"jetcheck run -> {run_dir}", file=stream, flush=True)

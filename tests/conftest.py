@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 
-from jetcheck.fixtures.binaries import DEFAULT_VERSION
+from jetcheck.fixtures.binaries import DEFAULT_VERSION, wheel_binary
+from jetcheck.fixtures.process import NatsServerProcess
 from jetcheck.fixtures.providers import provider_for
 from jetcheck.fixtures.target import Credentials, Target
 
 # The nats-server the project's tests run against (a tox env per version sets it).
 SERVER_VERSION = os.environ.get("JETCHECK_SERVER_VERSION", DEFAULT_VERSION)
+VENDOR_PASSWORD = "s3cret-pw"
 
 
 @pytest.fixture(scope="session")
@@ -20,3 +23,85 @@ def embedded_server() -> Target:
     provider = provider_for("local", SERVER_VERSION, Credentials())
     yield provider.start()
     provider.stop()
+
+
+def _openssl(*args: str, cwd) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def vendor_server(tmp_path_factory):
+    """A server as a vendor runs it: TLS with its own CA, and a user with a password."""
+    d = tmp_path_factory.mktemp("vendor")
+    _openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=jetcheck test CA",
+        cwd=d,
+    )
+    _openssl(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+        cwd=d,
+    )
+    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    _openssl(
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "san.ext",
+        cwd=d,
+    )
+    _openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "other.key",
+        "-out",
+        "other.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=someone else",
+        cwd=d,
+    )
+    config = (
+        f'tls {{ cert_file: "{d}/server.pem", key_file: "{d}/server.key" }}\n'
+        f'authorization {{ user: vendor, password: "{VENDOR_PASSWORD}" }}\n'
+    )
+    server = NatsServerProcess(wheel_binary(SERVER_VERSION), d / "server", config=config)
+    server.start()
+    yield server, d
+    server.stop()

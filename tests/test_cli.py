@@ -11,7 +11,7 @@ from jetcheck.fixtures.binaries import wheel_binary
 from jetcheck.fixtures.process import NatsServerProcess
 from jetcheck.records import RESULTS_FILE, read_results
 
-from .conftest import SERVER_VERSION
+from .conftest import SERVER_VERSION, VENDOR_PASSWORD
 
 
 def jetcheck(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
@@ -54,88 +54,6 @@ def test_jetstream_disabled_is_one_clear_line(tmp_path):
     assert proc.stderr.strip() == f"jetcheck: JetStream is not enabled on the target (nats-server {SERVER_VERSION})"
 
 
-def _openssl(*args: str, cwd) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
-
-
-@pytest.fixture(scope="module")
-def vendor_server(tmp_path_factory):
-    """A server as a vendor runs it: TLS with its own CA, and a user with a password."""
-    d = tmp_path_factory.mktemp("vendor")
-    _openssl(
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.pem",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=jetcheck test CA",
-        cwd=d,
-    )
-    _openssl(
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "server.key",
-        "-out",
-        "server.csr",
-        "-subj",
-        "/CN=127.0.0.1",
-        cwd=d,
-    )
-    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    _openssl(
-        "x509",
-        "-req",
-        "-in",
-        "server.csr",
-        "-CA",
-        "ca.pem",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-out",
-        "server.pem",
-        "-days",
-        "2",
-        "-extfile",
-        "san.ext",
-        cwd=d,
-    )
-    _openssl(
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "other.key",
-        "-out",
-        "other.pem",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=someone else",
-        cwd=d,
-    )
-    config = (
-        f'tls {{ cert_file: "{d}/server.pem", key_file: "{d}/server.key" }}\n'
-        'authorization { user: vendor, password: "s3cret-pw" }\n'
-    )
-    server = NatsServerProcess(wheel_binary(SERVER_VERSION), d / "server", config=config)
-    server.start()
-    yield server, d
-    server.stop()
-
-
 def test_vendor_server_with_tls_and_password_certifies(vendor_server, tmp_path):
     """Given its CA and credentials, certify runs against a TLS server and keeps the password out of results."""
     server, d = vendor_server
@@ -148,7 +66,7 @@ def test_vendor_server_with_tls_and_password_certifies(vendor_server, tmp_path):
         "--user",
         "vendor",
         "--password",
-        "s3cret-pw",
+        VENDOR_PASSWORD,
         "--out",
         str(tmp_path),
         "--",
@@ -160,13 +78,13 @@ def test_vendor_server_with_tls_and_password_certifies(vendor_server, tmp_path):
     assert results
     assert {r.status for r in results} == {"pass"}
     written = "".join(p.read_text() for p in tmp_path.iterdir() if p.is_file())
-    assert "s3cret-pw" not in written + proc.stdout + proc.stderr
+    assert VENDOR_PASSWORD not in written + proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize(
     ("args", "line"),
     [
-        (["--tls-ca", "other.pem", "--user", "vendor", "--password", "s3cret-pw"], "jetcheck: TLS to nats://"),
+        (["--tls-ca", "other.pem", "--user", "vendor", "--password", VENDOR_PASSWORD], "jetcheck: TLS to nats://"),
         (["--tls-ca", "ca.pem", "--user", "vendor", "--password", "wrong"], "jetcheck: authentication to nats://"),
     ],
     ids=["untrusted-certificate", "wrong-password"],
@@ -180,3 +98,23 @@ def test_vendor_server_refusals_are_one_clear_line(vendor_server, tmp_path, args
     assert proc.stderr.startswith(line), proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     assert "wrong" not in proc.stderr
+
+
+def test_vendor_faults_reach_a_tls_server_and_failures_keep_the_password_secret(vendor_server, tmp_path, monkeypatch):
+    """Through the TLS-terminating proxy the ordered consumer's dropped delivery really happens (and is recovered);
+    a failing check's traceback (junit.xml, output) names the target without its password."""
+    server, d = vendor_server
+    monkeypatch.setenv("JETCHECK_PASSWORD", VENDOR_PASSWORD)
+    checks = "a_dropped_delivery_is_redelivered_in_order or the_client_reports_missed_heartbeats_after_two_intervals"
+    proc = jetcheck(
+        "certify", "--server", server.url, "--tls-ca", str(d / "ca.pem"), "--user", "vendor", "--out", str(tmp_path),
+        "--", "-k", checks,
+    )  # fmt: skip
+    statuses = {r.id: r.status for r in read_results(tmp_path / RESULTS_FILE)}
+    # nats-py never reports missed heartbeats (a SHOULD), so that check fails with a traceback, and exit stays 0
+    assert statuses == {"ordered.gap-recovered": "pass", "heartbeat.client-reports-missed": "fail"}, proc.stdout
+    assert proc.returncode == 0
+    junit = (tmp_path / "junit.xml").read_text()
+    assert "target = Target(url=" in junit, "the failing check's arguments are not in junit.xml any more"
+    written = "".join(p.read_text() for p in tmp_path.iterdir() if p.is_file())
+    assert VENDOR_PASSWORD not in written + proc.stdout + proc.stderr

@@ -12,6 +12,8 @@ import pytest
 from jetcheck.load import cli, runfile
 from jetcheck.load.scenarios import SCENARIOS
 
+from ..conftest import VENDOR_PASSWORD
+
 NS = 1_000_000_000
 
 
@@ -180,3 +182,58 @@ def test_two_processes_write_one_log_set_each(tmp_path, embedded_server):
     assert len(pids) == 2
     names = {p.name.split("-")[1] for p in (out / "ops").glob("ops-*-*.parquet")}
     assert names == {str(pid) for pid in pids}
+
+
+def test_a_vendor_server_with_tls_and_a_password_takes_load_and_the_password_stays_secret(
+    tmp_path, vendor_server, monkeypatch, capsys
+):
+    """With its CA and user on the command line and the password in JETCHECK_PASSWORD, load runs against a TLS
+    server in several processes, and the password is in no file the run writes nor in its output."""
+    server, certs = vendor_server
+    monkeypatch.setenv("JETCHECK_PASSWORD", VENDOR_PASSWORD)
+    out = tmp_path / "out"
+    rc = cli.main(
+        [
+            "load",
+            "--server",
+            server.url,
+            "--monitor",
+            server.monitor_url,
+            "--tls-ca",
+            str(certs / "ca.pem"),
+            "--user",
+            "vendor",
+            "--scenario",
+            "end-to-end",
+            "--rate",
+            "500",
+            "--users",
+            "2",
+            "--duration",
+            "2s",
+            "--out",
+            str(out),
+        ]
+    )
+    printed = capsys.readouterr()
+    summary = json.loads((out / "summary.json").read_text())
+    assert rc == 0, printed.out + printed.err
+    assert_no_lost_records(summary)
+    assert summary["ops"]["consume"]["ok"] > 0
+    assert runfile.read(out)["deleted"], "the run's stream was not deleted"
+    written = b"".join(p.read_bytes() for p in out.rglob("*") if p.is_file())
+    assert VENDOR_PASSWORD.encode() not in written
+    assert VENDOR_PASSWORD not in printed.out + printed.err
+
+
+def test_a_wrong_password_is_one_clear_line_and_no_load(tmp_path, vendor_server, capsys):
+    """A refused login ends `jetcheck load` with exit 2 and one line naming the cause, before Locust starts."""
+    server, certs = vendor_server
+    out = tmp_path / "out"
+    args = ["--tls-ca", str(certs / "ca.pem"), "--user", "vendor", "--password", "wrong-pw"]
+    rc = cli.main(["load", "--server", server.url, *args, "--scenario", "publish-async", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.startswith("jetcheck: authentication to nats://"), err
+    assert len(err.strip().splitlines()) == 1 and "wrong-pw" not in err
+    assert not (out / "locust.log").exists()

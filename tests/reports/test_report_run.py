@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from jetcheck.config import ConfigError
+from jetcheck.fixtures.target import Credentials
 from jetcheck.records import RESULTS_FILE
 from jetcheck.reports.runjob import EXIT_MUST_FAILED, EXIT_OK, EXIT_STEP_FAILED, Step, default_steps, main_job
 
@@ -89,3 +90,17 @@ def test_default_steps_pass_the_server_version_to_certify_and_load(tmp_path):
     assert certify.argv[-2:] == ["--server-version", "2.10.25"]
     assert load.argv[3:8] == ["load", "--scenario", "mixed", "--duration", "20s"]
     assert load.argv[-2:] == ["--server-version", "2.10.25"]
+
+
+def test_a_url_target_reaches_both_steps_and_its_secrets_only_their_environment(tmp_path):
+    """--server and credentials reach certify and load; the password is in their environment, never in an argv."""
+    credentials = Credentials(user="vendor", password="s3cret-pw", tls_ca="/certs/ca.pem")
+    steps = default_steps(tmp_path, None, "tls://nats.example:4222", credentials)
+    for step in steps:
+        assert step.argv[step.argv.index("--server") + 1] == "tls://nats.example:4222"
+        assert not any("s3cret-pw" in arg for arg in step.argv)
+        assert step.env == {
+            "JETCHECK_USER": "vendor",
+            "JETCHECK_PASSWORD": "s3cret-pw",
+            "JETCHECK_TLS_CA": "/certs/ca.pem",
+        }
