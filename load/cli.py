@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -178,7 +179,12 @@ async def _prepare(target: Target, settings: LoadSettings) -> str:
     nc = await target.connect()
     try:
         version = (await probe(nc)).version
-        await setup(settings, nc)
+        try:
+            await setup(settings, nc)
+        except BaseException:
+            with contextlib.suppress(Exception):  # the setup's own error is the one to report
+                await teardown(settings, nc)
+            raise
         return version
     finally:
         await nc.close()
@@ -229,9 +235,12 @@ def run(args) -> int:
             f"for {duration_s:g}s -> {out}",
             flush=True,
         )
-        rc = _run_bounded(cmd, env, out / "locust.log", duration_s + GRACE_S)
-        if not (out / LOAD_FILE).exists() and not target.managed:
-            asyncio.run(_teardown(target, settings))  # Locust died before its own teardown: clean up after it
+        try:
+            rc = _run_bounded(cmd, env, out / "locust.log", duration_s + GRACE_S)
+        finally:
+            if not (out / LOAD_FILE).exists() and not target.managed:
+                # Locust died (or was interrupted) before its own teardown: delete what the run created
+                asyncio.run(_teardown(target, settings))
     finally:
         provider.stop()
     if not (out / LOAD_FILE).exists():

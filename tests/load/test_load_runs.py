@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pyarrow.compute as pc
@@ -237,3 +242,34 @@ def test_a_wrong_password_is_one_clear_line_and_no_load(tmp_path, vendor_server,
     assert err.startswith("jetcheck: authentication to nats://"), err
     assert len(err.strip().splitlines()) == 1 and "wrong-pw" not in err
     assert not (out / "locust.log").exists()
+
+
+@pytest.mark.asyncio
+async def test_an_interrupted_load_on_a_url_target_deletes_its_stream(tmp_path, embedded_server):
+    """Ctrl-C while Locust runs against a server jetcheck does not own: Locust is stopped, the run's stream is
+    deleted, and the command exits 130 with one line."""
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jetcheck.cli", "load", "--server", embedded_server.url, "--scenario", "publish-async",
+         "--rate", "200", "--duration", "120s", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    nc = await embedded_server.connect()
+    try:
+        js = nc.jetstream()
+
+        async def load_streams() -> list[str]:
+            names = [info.config.name for info in await js.streams_info()]
+            return [name for name in names if name.endswith("_LOAD_PUBLISH_ASYNC")]
+
+        deadline = time.monotonic() + 60
+        while not ((out / "locust.log").exists() and await load_streams()):  # Locust has started on a real stream
+            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+            await asyncio.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _stdout, stderr = await asyncio.to_thread(proc.communicate, timeout=60)
+        assert proc.returncode == 130, stderr
+        assert stderr.strip().splitlines()[-1] == "jetcheck: interrupted"
+        assert await load_streams() == []
+    finally:
+        await nc.close()
