@@ -8,17 +8,26 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 LOCAL_MASTER = "local[*]"
 DRIVER_MEMORY = os.environ.get("JETCHECK_SPARK_DRIVER_MEMORY", "2g")
 
 
-def _prepare_environment(local: bool) -> None:
+def _prepare_environment(loopback: bool) -> None:
     # Python workers must be this interpreter (pandas/pyarrow versions match the driver's).
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    if local:
+    if loopback:
         os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+
+
+def on_loopback(master: str | None) -> bool:
+    """local[...] or a cluster whose master is on this machine's loopback: the driver then listens on 127.0.0.1
+    only (a remote cluster's executors must reach the driver, so it keeps Spark's default address)."""
+    if master is None or master.startswith("local"):
+        return True
+    return urlsplit(master).hostname in ("127.0.0.1", "localhost", "::1")
 
 
 def build_session(master: str | None = None, app_name: str = "jetcheck-report"):
@@ -26,7 +35,8 @@ def build_session(master: str | None = None, app_name: str = "jetcheck-report"):
     from pyspark.sql import SparkSession
 
     local = master is None or master.startswith("local")
-    _prepare_environment(local)
+    loopback = on_loopback(master)
+    _prepare_environment(loopback)
     builder = (
         SparkSession.builder.appName(app_name)
         .master(master or LOCAL_MASTER)
@@ -37,11 +47,11 @@ def build_session(master: str | None = None, app_name: str = "jetcheck-report"):
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
         .config("spark.sql.session.timeZone", "UTC")
     )
+    if loopback:
+        builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     if local:
         builder = (
-            builder.config("spark.driver.host", "127.0.0.1")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.driver.memory", DRIVER_MEMORY)
+            builder.config("spark.driver.memory", DRIVER_MEMORY)
             # A handful of partitions suits one machine; the default 200 mostly costs task overhead.
             .config("spark.sql.shuffle.partitions", str(max(4, 2 * (os.cpu_count() or 2))))
         )
