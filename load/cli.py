@@ -82,6 +82,9 @@ def register(subparsers) -> None:
     parser.add_argument("--payload", type=int, default=128, help="payload bytes (default 128)")
     parser.add_argument("--max-inflight", type=int, default=1000, help="outstanding ops per user (default 1000)")
     parser.add_argument("--prefill", type=int, default=50_000, help="messages prefilled for consume scenarios")
+    parser.add_argument(
+        "--replicas", type=int, default=1, help="replicas of the run's stream or bucket (e.g. 3 with --server cluster)"
+    )
     parser.add_argument("--server", default="local", help="local (embedded), system, or nats://host:port")
     parser.add_argument("--server-version", default=DEFAULT_VERSION, help="nats-server release for --server local")
     parser.add_argument("--monitor", default="", help="monitoring URL of a remote server (default host:8222)")
@@ -101,6 +104,8 @@ def _validate(args) -> float:
         )
     if args.processes is None:
         args.processes = default_processes(spec, args.users)
+    if args.replicas < 1:
+        raise ConfigError("--replicas must be at least 1")
     if args.users < 1 or args.processes < 1:
         raise ConfigError("--users and --processes must be at least 1")
     if args.processes > args.users:
@@ -157,6 +162,8 @@ def locust_command(
         str(args.max_inflight),
         "--jetcheck-prefill",
         str(args.prefill),
+        "--jetcheck-replicas",
+        str(args.replicas),
         "--jetcheck-out",
         str(out),
         "--jetcheck-run-id",
@@ -219,6 +226,7 @@ def run(args) -> int:
             payload_size=args.payload,
             max_inflight=args.max_inflight,
             prefill=args.prefill,
+            replicas=args.replicas,
         )
         version = asyncio.run(_prepare(target, settings))
         out.mkdir(parents=True, exist_ok=True)  # only once the target has answered

@@ -82,6 +82,7 @@ def add_options(parser) -> None:
     group.add_argument("--jetcheck-payload", type=int, default=128, help="payload bytes")
     group.add_argument("--jetcheck-max-inflight", type=int, default=1000, help="outstanding operations per user")
     group.add_argument("--jetcheck-prefill", type=int, default=50_000, help="messages prefilled for consume runs")
+    group.add_argument("--jetcheck-replicas", type=int, default=1, help="replicas of the run's stream or bucket")
     group.add_argument("--jetcheck-out", default="jetcheck-load", help="directory for op logs and load.json")
     group.add_argument("--jetcheck-run-id", default="", help="run id (default: a new one per test)")
     group.add_argument("--jetcheck-prefix", default="", help="prefix of every stream this run creates")
@@ -111,6 +112,7 @@ def settings_from(options) -> LoadSettings:
         payload_size=options.jetcheck_payload,
         max_inflight=options.jetcheck_max_inflight,
         prefill=options.jetcheck_prefill,
+        replicas=options.jetcheck_replicas,
         monitor_url=options.jetcheck_monitor,
     )
 

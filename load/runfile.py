@@ -65,6 +65,7 @@ def describe(
         "clock": CLOCK_NOTE,
         "prefix": settings.prefix,
         "stream": settings.stream,
+        "replicas": settings.replicas,
         "server": server,
         "deleted": deleted,
         "monitor": monitor,

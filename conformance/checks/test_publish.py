@@ -85,11 +85,13 @@ EXPECTED_FIRST_SINCE = (2, 12, 0)
 
 
 @pytest.mark.rule("publish.expected-checks-before-dedup")
+@pytest.mark.parametrize("replicas", [1, pytest.param(3, marks=pytest.mark.needs("cluster"))], ids=["r1", "r3"])
 async def test_check_order_of_expected_last_sequence_and_dedup_follows_the_server_version(
-    js, nc, make_stream, server_info, observe
+    js, nc, make_stream, server_info, observe, replicas
 ):
-    """A single server >= 2.12.0 checks Expected-Last-Sequence before dedup; earlier ones dedup first."""
-    stream = await make_stream()
+    """An unreplicated stream on a server >= 2.12.0 checks Expected-Last-Sequence before dedup; earlier servers
+    and replicated streams dedup first."""
+    stream = await make_stream(num_replicas=replicas)
     await js.publish(stream.subject("a"), b"1", headers={"Nats-Msg-Id": "retry"})
     await js.publish(stream.subject("a"), b"2")
     stale = {"Nats-Msg-Id": "retry", "Nats-Expected-Last-Sequence": "1"}
@@ -102,12 +104,14 @@ async def test_check_order_of_expected_last_sequence_and_dedup_follows_the_serve
         assert exc.err_code == 10071, f"rejected with {exc.code}/{exc.err_code}, not 10071"
         seen, order = "expected-last-sequence first (400/10071)", "expected-first"
     observe("check_order", order)
-    single = not server_info.cluster
+    # the R1 path is a single server's, in a cluster too: only a replicated stream proposes through raft
     expected = (
-        "expected-first" if single and version_tuple(server_info.version) >= EXPECTED_FIRST_SINCE else "dedup-first"
+        "expected-first"
+        if replicas == 1 and version_tuple(server_info.version) >= EXPECTED_FIRST_SINCE
+        else "dedup-first"
     )
     assert order == expected, (
-        f"nats-server {server_info.version} ({'single' if single else 'clustered'}) should check {expected}; "
-        f"it checked {seen}"
+        f"nats-server {server_info.version}, R{replicas} stream{' in a cluster' if server_info.cluster else ''}: "
+        f"should check {expected}; it checked {seen}"
     )
     assert (await stream_state(nc, stream.name)).messages == 2

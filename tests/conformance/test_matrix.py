@@ -20,13 +20,16 @@ def test_a_rule_takes_the_worst_status_of_its_checks():
 
 
 def test_differences_name_rules_and_behaviours_that_change_but_not_measurements():
-    """Status changes and observed behaviour changes are listed; timings and measured_ values are not."""
+    """Status changes and observed behaviour changes are listed; timings and measured_ values are not, also not
+    inside a nested observation."""
     by_version = {
         "2.11.11": [_result("publish.order", "pass", "2.11.11", "c1", {"order": "dedup-first", "took_s": 0.1,
                                                                        "measured_count": 3}),
+                    _result("heartbeat.x", "fail", "2.11.11", "c2", {"fetch": {"kind": "error", "took_s": 1.001}}),
                     _result("purge.seq-one", "fail", "2.11.11"), _result("dedup.x", "pass", "2.11.11")],
         "2.15.1": [_result("publish.order", "pass", "2.15.1", "c1", {"order": "expected-first", "took_s": 0.2,
                                                                      "measured_count": 5}),
+                   _result("heartbeat.x", "fail", "2.15.1", "c2", {"fetch": {"kind": "error", "took_s": 1.002}}),
                    _result("purge.seq-one", "pass", "2.15.1"), _result("dedup.x", "pass", "2.15.1")],
     }  # fmt: skip
     assert differences(by_version) == [
