@@ -12,6 +12,7 @@ from typing import Any
 
 import nats.errors
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 
 from .model import StreamState
 
@@ -45,11 +46,23 @@ async def create_stream(nc: Client, name: str, subjects: list[str], **config: An
     """Create a stream, wait until publishes reach it, and return the configuration the server settled on."""
     body = {"name": name, "subjects": subjects, "storage": "file", **config}
     settled = (await api(nc, f"$JS.API.STREAM.CREATE.{name}", body))["config"]
-    if subjects and not settled.get("no_ack"):  # a no_ack stream answers no publish, not even a probe
+    if clustered(nc) and subjects and not settled.get("no_ack"):  # a no_ack stream answers nothing, not a probe
         # the probe names a stream that does not exist: the stream answers 10060 and stores nothing
         probe = ".".join("jetcheck-probe" if token in ("*", ">") else token for token in subjects[0].split("."))
-        await wait_until_answered(nc, probe, b"", {"Nats-Expected-Stream": PROBE_STREAM})
+        reply = await wait_until_answered(nc, probe, b"", {"Nats-Expected-Stream": PROBE_STREAM})
+        if "error" not in json.loads(reply.data):
+            raise ApiError(
+                0,
+                0,
+                f"stream {name} stored a probe that named stream {PROBE_STREAM} in Nats-Expected-"
+                "Stream (publish.expected-stream is broken); the check cannot start from a clean stream",
+            )
     return settled
+
+
+def clustered(nc: Client) -> bool:
+    """Whether the server `nc` is connected to is part of a cluster (its INFO names one)."""
+    return bool(nc._server_info.get("cluster"))
 
 
 async def wait_until_answered(
@@ -58,7 +71,7 @@ async def wait_until_answered(
     payload: bytes,
     headers: dict[str, str] | None = None,
     timeout: float = REACHABLE_TIMEOUT_S,
-) -> None:
+) -> Msg:
     """Wait until something on the JetStream side answers requests on `subject` (a probe that changes nothing).
 
     In a cluster a stream or consumer may live on another node, and its interest in its subjects reaches the
@@ -67,8 +80,7 @@ async def wait_until_answered(
     deadline = time.monotonic() + timeout
     while True:
         try:
-            await nc.request(subject, payload, timeout=API_TIMEOUT_S, headers=headers)
-            return
+            return await nc.request(subject, payload, timeout=API_TIMEOUT_S, headers=headers)
         except nats.errors.NoRespondersError:
             if time.monotonic() > deadline:
                 raise
@@ -143,7 +155,7 @@ async def create_consumer(nc: Client, stream: str, **config: Any) -> dict[str, A
     name = config.get("durable_name") or config.get("name")
     subject = f"$JS.API.CONSUMER.CREATE.{stream}" + (f".{name}" if name else "")
     info = await api(nc, subject, {"stream_name": stream, "config": config})
-    if not info["config"].get("deliver_subject"):  # a pull consumer: wait until pull requests reach it
+    if clustered(nc) and not info["config"].get("deliver_subject"):  # pull: wait until requests reach it
         # a request that is not JSON is answered 400 Bad Request, and nothing is delivered or left waiting
         await wait_until_answered(nc, f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{info['name']}", b"{")
     return info

@@ -80,7 +80,8 @@ def test_vendor_server_with_tls_and_password_certifies(vendor_server, tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     results = list(read_results(tmp_path / RESULTS_FILE))
     assert results
-    assert {r.status for r in results} == {"pass"}
+    # the R3 variant of the check-order rule needs a cluster: na on this single server
+    assert {r.status for r in results if not r.message.startswith("needs a clustered target")} == {"pass"}
     written = "".join(p.read_text() for p in tmp_path.iterdir() if p.is_file())
     assert VENDOR_PASSWORD not in written + proc.stdout + proc.stderr
 
