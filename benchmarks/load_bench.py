@@ -27,10 +27,10 @@ from pathlib import Path
 
 from nats.js.api import AckPolicy, ConsumerConfig, StorageType, StreamConfig
 
+from jetcheck import cli as jetcheck_cli
 from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.fixtures.providers import provider_for
 from jetcheck.fixtures.target import Credentials, Target
-from jetcheck.load import cli as load_cli
 
 PAYLOAD = b"x" * 128
 INFLIGHT = 1000
@@ -95,7 +95,7 @@ def jetcheck_rate(url: str, monitor: str, scenario: str, op: str, extra: list[st
     """msgs/s of `op` from the run's op log, and the load processes' CPU microseconds per op."""
     out = Path(tempfile.mkdtemp(prefix="jetcheck-bench-"))
     try:
-        rc = load_cli.main(
+        rc = jetcheck_cli.main(
             [
                 "load",
                 "--scenario",
@@ -163,16 +163,20 @@ def line(what: str, raw: float, raw_cpu: float, ours: float, our_cpu: float) -> 
     )
 
 
-def publish_pair(target: Target, monitor: str, seconds: float) -> tuple[float, float, float, float]:
-    raw, raw_cpu = asyncio.run(raw_publish(target, seconds))
-    ours, our_cpu = jetcheck_rate(
+def jetcheck_publish(target: Target, monitor: str, seconds: float) -> tuple[float, float]:
+    """`jetcheck load --scenario publish-async --max` doing what raw_publish does."""
+    return jetcheck_rate(
         target.url,
         monitor,
         "publish-async",
         "publish",
         ["--max", "--duration", f"{seconds:g}s", "--max-inflight", str(INFLIGHT)],
     )
-    return raw, raw_cpu, ours, our_cpu
+
+
+def publish_pair(target: Target, monitor: str, seconds: float) -> tuple[float, float, float, float]:
+    raw, raw_cpu = asyncio.run(raw_publish(target, seconds))
+    return raw, raw_cpu, *jetcheck_publish(target, monitor, seconds)
 
 
 def pull_pair(target: Target, monitor: str, seconds: float, prefill: int) -> tuple[float, float, float, float]:
@@ -213,13 +217,7 @@ def main() -> int:
             publish_raw = statistics.median(p[0] for p in results["publish_async"])
             msgs = max(50_000, int(publish_raw * args.duration))  # about as long as the others
             theirs = nats_bench(args.nats, target.url, msgs)
-            ours, _cpu = jetcheck_rate(
-                target.url,
-                monitor,
-                "publish-async",
-                "publish",
-                ["--max", "--duration", f"{args.duration:g}s", "--max-inflight", str(INFLIGHT)],
-            )
+            ours, _cpu = jetcheck_publish(target, monitor, args.duration)
             shown = f"{theirs:>9,.0f}" if theirs else "  (failed)"
             print(
                 f"js pub async   nats bench  {shown} msg/s   jetcheck load {ours:>9,.0f} msg/s   "

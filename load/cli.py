@@ -85,7 +85,9 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--replicas", type=int, default=1, help="replicas of the run's stream or bucket (e.g. 3 with --server cluster)"
     )
-    parser.add_argument("--server", default="local", help="local (embedded), system, or nats://host:port")
+    parser.add_argument(
+        "--server", default="local", help="local (embedded), system, cluster (3 embedded nodes) or nats://host:port"
+    )
     parser.add_argument("--server-version", default=DEFAULT_VERSION, help="nats-server release for --server local")
     parser.add_argument("--monitor", default="", help="monitoring URL of a remote server (default host:8222)")
     add_option_arguments(parser, CREDENTIAL_OPTIONS)  # for a nats:// or tls:// --server, as `jetcheck certify`
@@ -281,19 +283,3 @@ def _run_bounded(cmd: list[str], env: dict[str, str], log_path: Path, deadline_s
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             raise
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry (until jetcheck/cli.py wires `register`): python -m jetcheck.load.cli load ..."""
-    parser = argparse.ArgumentParser(prog="jetcheck")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except TargetError as exc:
-        print(f"jetcheck: {exc}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -72,8 +72,8 @@ def summarize(out_dir: Path) -> dict[str, Any]:
                 entry["e2e_us"] = _quantiles_us(e2e)
         ops[op] = entry
     run = runfile.read(out_dir)
-    notes = [note for note in (shared_loop_note(run),) if note]
-    return {"rows": table.num_rows, "ops": ops, "checks": record_checks(run, table), "notes": notes}
+    note = shared_loop_note(run)
+    return {"rows": table.num_rows, "ops": ops, "checks": record_checks(run, table), "notes": [note] if note else []}
 
 
 def record_checks(run: dict[str, Any], table) -> list[dict[str, Any]]:

@@ -306,6 +306,7 @@ def aggregate_load(spark, result_set: ResultSet) -> LoadTables:
     )
     totals = throughput.groupby(list(GROUP), as_index=False)[["ops", "ok", "errors"]].sum()
     totals["ok_per_s"] = totals["ok"] / span_s
+    caveat = shared_loop_note(info)
     return LoadTables(
         label=result_set.label,
         info=info,
@@ -320,5 +321,5 @@ def aggregate_load(spark, result_set: ResultSet) -> LoadTables:
         errors=errors,
         samples=_samples(spark, result_set, origin_ns),
         notes=notes,
-        caveats=[caveat for caveat in (shared_loop_note(info),) if caveat],
+        caveats=[caveat] if caveat else [],
     )

@@ -46,12 +46,12 @@ def default_steps(
 ) -> list[Step]:
     cli = [sys.executable, "-m", "jetcheck.cli"]
     # the target travels as --server; its credentials, secrets included, in the environment only
-    version = ["--server", server, *(["--server-version", server_version] if server_version else [])]
+    server_args = ["--server", server, *(["--server-version", server_version] if server_version else [])]
     env = credential_environment(credentials or Credentials())
     return [
         Step(
             "certify",
-            [*cli, "certify", "--out", str(run_dir / CERTIFY_DIR), *version],
+            [*cli, "certify", "--out", str(run_dir / CERTIFY_DIR), *server_args],
             run_dir / CERTIFY_DIR / RESULTS_FILE,
             1800,
             env,
@@ -68,7 +68,7 @@ def default_steps(
                 *LOAD_OPTIONS,
                 "--out",
                 str(run_dir / LOAD_DIR),
-                *version,
+                *server_args,
             ],
             run_dir / LOAD_DIR / LOAD_FILE,
             300,

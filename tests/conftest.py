@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -29,74 +30,24 @@ def _openssl(*args: str, cwd) -> None:
     subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
 
 
+def self_signed(directory: Path, name: str, subject: str, *extra: str) -> tuple[Path, Path]:
+    """A self-signed certificate `<name>.pem` and its key `<name>.key` in `directory`, valid for two days."""
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", subject,
+             "-keyout", f"{name}.key", "-out", f"{name}.pem", *extra, cwd=directory)  # fmt: skip
+    return directory / f"{name}.pem", directory / f"{name}.key"
+
+
 @pytest.fixture(scope="session")
 def vendor_server(tmp_path_factory):
     """A server as a vendor runs it: TLS with its own CA, and a user with a password."""
     d = tmp_path_factory.mktemp("vendor")
-    _openssl(
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.pem",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=jetcheck test CA",
-        cwd=d,
-    )
-    _openssl(
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "server.key",
-        "-out",
-        "server.csr",
-        "-subj",
-        "/CN=127.0.0.1",
-        cwd=d,
-    )
+    self_signed(d, "ca", "/CN=jetcheck test CA")
+    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+             "-subj", "/CN=127.0.0.1", cwd=d)  # fmt: skip
     (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    _openssl(
-        "x509",
-        "-req",
-        "-in",
-        "server.csr",
-        "-CA",
-        "ca.pem",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-out",
-        "server.pem",
-        "-days",
-        "2",
-        "-extfile",
-        "san.ext",
-        cwd=d,
-    )
-    _openssl(
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "other.key",
-        "-out",
-        "other.pem",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=someone else",
-        cwd=d,
-    )
+    _openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+             "-out", "server.pem", "-days", "2", "-extfile", "san.ext", cwd=d)  # fmt: skip
+    self_signed(d, "other", "/CN=someone else")  # a CA the server's certificate does not come from
     config = (
         f'tls {{ cert_file: "{d}/server.pem", key_file: "{d}/server.key" }}\n'
         f'authorization {{ user: vendor, password: "{VENDOR_PASSWORD}" }}\n'

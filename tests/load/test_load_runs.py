@@ -14,7 +14,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pytest
 
-from jetcheck.load import cli, runfile
+from jetcheck import cli
+from jetcheck.load import runfile
 from jetcheck.load.scenarios import SCENARIOS
 
 from ..conftest import VENDOR_PASSWORD
