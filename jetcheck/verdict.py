@@ -41,6 +41,7 @@ EXIT_INCOMPLETE = 2  # the outcome is unknown: the run did not finish
 EXIT_INTERRUPTED = 130
 
 OUTCOMES = ("incomplete", "fail", "pass")  # of a run, worst first
+HEADLINES = {"incomplete": "INCOMPLETE", "fail": "FAILED", "pass": "OK"}  # an outcome in one word
 
 
 def worst_status(statuses: Iterable[str]) -> str:

@@ -19,6 +19,7 @@ from jetcheck.reports import charts
 from jetcheck.reports.compare import Comparison
 from jetcheck.reports.conformance_report import ConformanceTables, redact_text
 from jetcheck.reports.load_report import LoadTables
+from jetcheck.verdict import HEADLINES, overall_outcome
 
 LATENCY_COLUMNS = ("min", "p50", "p90", "p99", "p99_9", "p99_99", "max")
 STATUS_CLASSES = ("pass", "fail", "error", "na", "skip", "regression", "fixed")
@@ -155,26 +156,21 @@ def _comparison_html(comparison: Comparison) -> str:
     )
 
 
-def verdict(content: ReportContent) -> tuple[bool, str]:
-    problems = []
-    if content.conformance.must_failures:
-        by_subject = ", ".join(
-            f"{count} of {subject} rules"
-            for subject, count in sorted(content.conformance.must_failures_by_subject.items())
-        )
-        problems.append(f"{content.conformance.must_failures} MUST check(s) failed ({by_subject})")
+def verdict(content: ReportContent) -> tuple[str, list[str]]:
+    """The report's outcome (jetcheck.verdict's incomplete, fail or pass; a regression fails too) and its lines:
+    each result set's verdict, incompleteness first, the server and each client apart."""
+    outcome = overall_outcome(content.conformance.verdicts)
+    lines = [line for run in content.conformance.verdicts for line in run.lines()] or ["no conformance results"]
     if content.comparison is not None and content.comparison.regressions:
-        problems.append(f"{content.comparison.regressions} regression(s) against {content.comparison.baseline}")
-    if problems:
-        return False, "; ".join(problems)
-    checked = len(content.conformance.results)
-    return True, f"no MUST failures among {checked} result(s)" if checked else "no conformance results"
+        lines.append(f"{content.comparison.regressions} regression(s) against {content.comparison.baseline}")
+        outcome = "fail" if outcome == "pass" else outcome
+    return outcome, lines
 
 
 def render_html(content: ReportContent) -> str:
-    ok, text = verdict(content)
+    outcome, lines = verdict(content)
     sections = [
-        f'<div class="verdict {"ok" if ok else "bad"}">{_esc(text)}</div>',
+        f'<div class="verdict {"ok" if outcome == "pass" else "bad"}">{"<br>".join(map(_esc, lines))}</div>',
         "<p class='meta'>inputs: " + ", ".join(_esc(i) for i in content.inputs) + "</p>",
         "<nav><a href='#conformance'>Conformance</a><a href='#load'>Load</a>"
         + ("<a href='#comparison'>Comparison</a>" if content.comparison else "")
@@ -207,11 +203,13 @@ def _md_table(frame: pd.DataFrame, columns: list[str] | None = None) -> str:
 
 
 def render_markdown(content: ReportContent) -> str:
-    ok, text = verdict(content)
+    outcome, lines = verdict(content)
     out = [
         "# jetcheck report",
         "",
-        f"**{'OK' if ok else 'FAILED'}**: {text}",
+        f"**{HEADLINES[outcome]}**",
+        "",
+        *(f"- {line}" for line in lines),
         "",
         "Inputs: " + ", ".join(content.inputs),
         "",
