@@ -93,7 +93,8 @@ class SubjectVerdict:
 
     def sentence(self) -> str:
         """What a manager reads, e.g. "server 2.15.1: conforms, 165/165 server rules pass"."""
-        rules = f"{self.passed}/{self.rules} {self.subject} rules pass"
+        ran = "" if self.complete else " that ran"
+        rules = f"{self.passed}/{self.rules} {self.subject} rules{ran} pass"
         extras = []
         if self.not_applicable:
             extras.append(f"{self.not_applicable} na")
@@ -111,7 +112,7 @@ class SubjectVerdict:
         elif self.complete:
             head = f"conforms, {rules}"
         else:
-            head = f"not established (run incomplete), no MUST failure so far; {rules}"
+            head = f"not established (run incomplete), {rules}"
         if self.should_failing:
             head += f"; {_count(self.should_failing_rules, 'SHOULD rule fails', 'SHOULD rules fail')}"
         return f"{self.name}: {head}"
