@@ -19,6 +19,10 @@ from jetcheck.records import JUNIT_FILE, RESULTS_FILE, STATUSES, SUBJECTS, Check
 CHECKS_PACKAGE = "jetcheck.conformance.checks"
 CERTIFY_INI = Path(__file__).with_name("certify.ini")
 CLI_OPTIONS = [o for o in OPTIONS if o.name != "out"]
+# The plugin ends a run whose target stopped answering with this pytest exit status and records each check it did
+# not run with a message starting NOT_RUN_PREFIX; certify then exits 2: the outcome is unknown.
+TARGET_STOPPED_EXIT = 75
+NOT_RUN_PREFIX = "not run: "
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -132,6 +136,15 @@ def certify_command(args: argparse.Namespace) -> int:
     results = list(read_results(results_path))
     print()
     print(summarise(results))
+    if pytest_status == TARGET_STOPPED_EXIT:
+        raise TargetError(stopped_line(results, results_path))
     failing = must_failures(results)
     print(f"\nresults: {results_path}  ({len(results)} checks; {len(failing)} MUST checks neither pass nor na)")
     return 1 if failing else 0
+
+
+def stopped_line(results: list[CheckResult], results_path: Path) -> str:
+    """The one line for a run the target's silence ended: the outcome is unknown, not a failure of the rules."""
+    not_run = [r for r in results if r.status == "skip" and r.message.startswith(NOT_RUN_PREFIX)]
+    reason = not_run[0].message[len(NOT_RUN_PREFIX) :] if not_run else "the target stopped answering"
+    return f"{reason}; {len(not_run)} of {len(results)} checks not run, the outcome is unknown; results: {results_path}"

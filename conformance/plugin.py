@@ -11,11 +11,13 @@ import itertools
 import json
 import os
 import platform
+import socket
 import ssl
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import nats
 import pytest
@@ -33,6 +35,7 @@ from jetcheck.records import LEVELS, RESULTS_FILE, RUN_FILE, CheckResult
 from jetcheck.redact import redact_text
 
 from .catalog import CatalogError, Rule, load_catalog
+from .certify import NOT_RUN_PREFIX, TARGET_STOPPED_EXIT
 from .clients import adapter_for
 
 CHECKS_PACKAGE = "jetcheck.conformance.checks"
@@ -41,6 +44,8 @@ NEEDS = {
     "cluster": "needs a clustered target (replicated streams); the target is a single server",
 }
 NA_PREFIX = "na: "
+# how long a target that failed a check may take to answer again before the run stops
+REACHABLE_BOUND_S = 3.0
 
 # One bug per failing check keeps the result's message to one minimal program; no example database is written
 # into the user's working directory.
@@ -81,6 +86,7 @@ class RunState:
     target: Target | None = None
     server: ServerInfo | None = None
     failure: str = ""  # why the target could not be reached, once it failed
+    stopped_reason: str = ""  # why the run stopped before its last check
     results: list[CheckResult] = field(default_factory=list)
     cleanup_problems: list[str] = field(default_factory=list)
     names: itertools.count = field(default_factory=itertools.count)
@@ -120,6 +126,9 @@ class RunState:
         self.cleanup_problems.extend(problems)
 
     def stop(self) -> None:
+        if self.target is not None and self.stopped_reason:
+            self.cleanup_problems.append("no cleanup: the target stopped answering")
+            self.target = None
         if self.target is not None and not self.failure:
             self.cleanup(keep_anchor=False)
             self.target = None
@@ -351,13 +360,19 @@ def _describe(excinfo: pytest.ExceptionInfo | None, limit: int = 4000) -> str:
 
 def _record(item: pytest.Item, reports: dict) -> None:
     state = _state(item.config)
-    rule = item.stash[RULE]
     status, message = _classify(item, reports)
     duration = sum(rep.duration for rep, _ in reports.values())
     server_log = ""
     if status in ("fail", "error") and state.target is not None and state.target.process is not None:
         server_log = state.target.process.log_since(item.stash.get(LOG_OFFSET, 0))
-    result = CheckResult(
+    _append_result(state, _result(item, state, status, message, duration, server_log))
+
+
+def _result(
+    item: pytest.Item, state: RunState, status: str, message: str, duration: float = 0.0, server_log: str = ""
+) -> CheckResult:
+    rule = item.stash[RULE]
+    return CheckResult(
         id=rule.id,
         status=status,
         area=rule.area,
@@ -375,7 +390,6 @@ def _record(item: pytest.Item, reports: dict) -> None:
         server_log=redact_text(server_log, state.secrets),
         subject=rule.subject,
     )
-    _append_result(state, result)
 
 
 def _append_result(state: RunState, result: CheckResult) -> None:
@@ -385,6 +399,66 @@ def _append_result(state: RunState, result: CheckResult) -> None:
     state.results.append(result)
     with open(state.out_dir / RESULTS_FILE, "a", encoding="utf-8") as fh:
         fh.write(result.to_json() + "\n")
+
+
+# --- a target that stopped answering ends the run -----------------------------------------------------------------
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """After a check that did not pass, make sure the target still answers; if it does not, the remaining checks
+    would only pile up errors for minutes: record them as not run and end the session.
+
+    Checked after the check, so a check that restarts or kills a managed server on purpose has brought it back."""
+    outcome = yield
+    state = item.config.stash.get(STATE, None)
+    if state is None or RULE not in item.stash or state.target is None or not state.results:
+        return outcome
+    last = state.results[-1]
+    if last.check != item.nodeid or last.status not in ("fail", "error"):
+        return outcome
+    unreachable = _unreachable(state.target.url)
+    if unreachable:
+        _stop_run(item, state, f"the target stopped answering ({unreachable}) after check {last.id}")
+    return outcome
+
+
+def _unreachable(url: str, bound_s: float = REACHABLE_BOUND_S) -> str:
+    """Why no NATS server at `url` sends its INFO within `bound_s` (tried again until then), or "" if one does.
+
+    A bare TCP exchange: no credentials are sent, and a server that accepts but hangs counts as not answering."""
+    parts = urlsplit(url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 4222
+    where = f"{host}:{port}"
+    deadline = time.monotonic() + bound_s
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            with socket.create_connection((host, port), timeout=max(left, 0.1)) as sock:
+                greeting = b""
+                while len(greeting) < 5 and (chunk := sock.recv(5 - len(greeting))):
+                    greeting += chunk
+                if greeting == b"INFO ":
+                    return ""
+                why = f"{where} accepted a connection but sent no INFO"
+        except ConnectionRefusedError:
+            why = f"connection refused at {where}"
+        except TimeoutError:
+            why = f"no answer from {where} within {bound_s:.0f} s"
+        except OSError as exc:
+            why = f"{exc.strerror or type(exc).__name__} at {where}"
+        if time.monotonic() + 0.2 >= deadline:
+            return why
+        time.sleep(0.2)  # a bounded retry: the server may be restarting
+
+
+def _stop_run(item: pytest.Item, state: RunState, reason: str) -> None:
+    state.stopped_reason = reason
+    items = item.session.items
+    for later in items[items.index(item) + 1 :]:
+        if RULE in later.stash:
+            _append_result(state, _result(later, state, "skip", NOT_RUN_PREFIX + reason))
+    pytest.exit(f"jetcheck: {reason}", returncode=TARGET_STOPPED_EXIT)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
