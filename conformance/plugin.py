@@ -5,12 +5,14 @@ It stays inert for tests that carry no `rule` marker, so an installed jetcheck d
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import datetime as dt
 import itertools
 import json
 import os
 import platform
+import re
 import socket
 import ssl
 import time
@@ -324,28 +326,29 @@ INDETERMINATE = (
 )
 
 
-def _classify(item: pytest.Item, reports: dict) -> tuple[str, str]:
+def _classify(item: pytest.Item, reports: dict) -> tuple[str, str, pytest.ExceptionInfo | None]:
+    """The check's status, its message, and the exception behind a fail or error."""
     setup, setup_exc = reports.get("setup", (None, None))
     if NA_REASON in item.stash:
-        return "na", item.stash[NA_REASON]
+        return "na", item.stash[NA_REASON], None
     if setup is not None and setup.skipped:
         reason = setup_exc.value.msg if setup_exc is not None else "skipped"
-        return ("na", reason[len(NA_PREFIX) :]) if reason.startswith(NA_PREFIX) else ("skip", reason)
+        return ("na" if reason.startswith(NA_PREFIX) else "skip", reason.removeprefix(NA_PREFIX), None)
     if setup is not None and setup.failed:
-        return "error", f"setup failed: {_describe(setup_exc)}"
+        return "error", f"setup failed: {_plain(setup_exc)}", setup_exc
     call, call_exc = reports.get("call", (None, None))
     if call is not None and call.skipped:
         reason = call_exc.value.msg if call_exc is not None else "skipped"
-        return ("na", reason[len(NA_PREFIX) :]) if reason.startswith(NA_PREFIX) else ("skip", reason)
+        return ("na" if reason.startswith(NA_PREFIX) else "skip", reason.removeprefix(NA_PREFIX), None)
     if call is not None and call.failed:
-        text = _describe(call_exc)
+        text = _plain(call_exc)
         if call_exc is not None and (call_exc.errisinstance(INDETERMINATE) or text.startswith("Failed: Timeout")):
-            return "error", text
-        return "fail", text
+            return "error", text, call_exc
+        return "fail", text, call_exc
     teardown, teardown_exc = reports.get("teardown", (None, None))
     if teardown is not None and teardown.failed:
-        return "error", f"teardown failed: {_describe(teardown_exc)}"
-    return "pass", ""
+        return "error", f"teardown failed: {_plain(teardown_exc)}", teardown_exc
+    return "pass", "", None
 
 
 def _describe(excinfo: pytest.ExceptionInfo | None, limit: int = 4000) -> str:
@@ -358,18 +361,95 @@ def _describe(excinfo: pytest.ExceptionInfo | None, limit: int = 4000) -> str:
     return text if len(text) <= limit else text[: limit - 20] + "\n... (truncated)"
 
 
+# Object addresses in reprs (`<X object at 0x7f...>`) differ on every run and mean nothing to a reader.
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _plain(excinfo: pytest.ExceptionInfo | None) -> str:
+    """What a failure means in plain words: an assertion's own message, or for a bare assert what was expected and
+    the values seen; pytest's introspection (`where` lines, diffs, "Use -v") stays in the raw detail."""
+    if excinfo is None:
+        return ""
+    if not excinfo.errisinstance(AssertionError):
+        return _ADDRESS.sub("", _describe(excinfo))
+    said, values = _split_assertion(str(excinfo.value))
+    text = said or _expected_and_got(str(excinfo.traceback[-1].statement), values)
+    notes = getattr(excinfo.value, "__notes__", [])  # Hypothesis' falsifying example
+    return _ADDRESS.sub("", "\n".join([text, *notes]).strip())
+
+
+def _split_assertion(text: str) -> tuple[str, str]:
+    """A rewritten assertion's text is `<message>\\nassert <values>\\n  <introspection>`: (message, values)."""
+    lines = text.split("\n")
+    starts = [i for i, line in enumerate(lines) if line.startswith("assert ")]
+    if not starts:  # not rewritten by pytest: the text is the message
+        return text.strip(), ""
+    said = lines[: starts[-1]]
+    said = said[:1] + [line.removeprefix("  ") for line in said[1:]]  # pytest indents a message's further lines
+    return "\n".join(said).strip(), lines[starts[-1]].removeprefix("assert ")
+
+
+def _expected_and_got(statement: str, values: str) -> str:
+    """`expected <the asserted expression>, got <its values>` for an assert without a message."""
+    try:
+        test = ast.parse(statement.strip()).body[0].test  # type: ignore[attr-defined]
+    except (SyntaxError, IndexError, AttributeError):
+        return f"expected {statement.strip().removeprefix('assert ')}, got {values}".strip(", ")
+    expected = ast.unparse(test)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        op = _COMPARE_OPS.get(type(test.ops[0]))
+        sides = values.split(f" {op} ") if op else []
+        if len(sides) == 2:  # the values split unambiguously into left and right
+            left, right = ast.unparse(test.left), test.comparators[0]
+            got = [f"{left} = {sides[0]}"]
+            if not _is_literal(right):
+                got.append(f"{ast.unparse(right)} = {sides[1]}")
+            return f"expected {expected}, got {', '.join(got)}"
+    return f"expected {expected}, got {values}" if values else f"expected {expected}"
+
+
+_COMPARE_OPS = {
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+    ast.In: "in",
+    ast.NotIn: "not in",
+}
+
+
+def _is_literal(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+    except ValueError:
+        return False
+    return True
+
+
 def _record(item: pytest.Item, reports: dict) -> None:
     state = _state(item.config)
-    status, message = _classify(item, reports)
+    status, message, excinfo = _classify(item, reports)
+    raw = _describe(excinfo)
+    detail = raw if raw and raw not in message else ""
     duration = sum(rep.duration for rep, _ in reports.values())
     server_log = ""
     if status in ("fail", "error") and state.target is not None and state.target.process is not None:
         server_log = state.target.process.log_since(item.stash.get(LOG_OFFSET, 0))
-    _append_result(state, _result(item, state, status, message, duration, server_log))
+    _append_result(state, _result(item, state, status, message, duration, server_log, detail))
 
 
 def _result(
-    item: pytest.Item, state: RunState, status: str, message: str, duration: float = 0.0, server_log: str = ""
+    item: pytest.Item,
+    state: RunState,
+    status: str,
+    message: str,
+    duration: float = 0.0,
+    server_log: str = "",
+    detail: str = "",
 ) -> CheckResult:
     rule = item.stash[RULE]
     return CheckResult(
@@ -389,6 +469,7 @@ def _result(
         observed=item.stash.get(OBSERVED, {}),
         server_log=redact_text(server_log, state.secrets),
         subject=rule.subject,
+        detail=redact_text(detail, state.secrets),
     )
 
 

@@ -7,6 +7,7 @@ from dataclasses import asdict
 
 import pytest
 
+from jetcheck.conformance.certify import CERTIFY_INI
 from jetcheck.records import RESULTS_FILE, read_results
 
 pytest_plugins = ["pytester"]
@@ -143,3 +144,53 @@ def test_plugin_is_inert_for_tests_without_rules(pytester):
     result = pytester.runpytest_subprocess("--jetcheck-server", "nats://127.0.0.1:1")
     result.assert_outcomes(passed=1)
     assert not (pytester.path / "jetcheck-results").exists()
+
+
+PLAIN_FAILURES = """
+import pytest
+
+class Reply:
+    pass
+
+@pytest.mark.rule("purge.keep")
+def test_bare_get():
+    info = {"state": {"messages": 3}}
+    assert info.get("config")
+
+@pytest.mark.rule("purge.filter")
+def test_bare_compare():
+    state = {"messages": 3, "first_seq": 4}
+    assert state == {"messages": 2, "first_seq": 4}
+
+@pytest.mark.rule("purge.seq")
+def test_bare_compare_with_a_literal():
+    messages = {"a": 1}.get("a")
+    assert messages == 2
+
+@pytest.mark.rule("purge.all")
+def test_with_message():
+    reply = Reply()
+    assert reply is None, f"expected no reply, got {reply!r}"
+"""
+
+
+def test_failure_messages_are_plain_words_and_the_raw_assertion_is_kept_as_detail(checks, embedded_server):
+    """A failing check's message says what was expected and what happened, without pytest's introspection (`where`
+    lines, object addresses, "Use -v"); the raw assertion text is in `detail`."""
+    checks.makepyfile(test_plain=PLAIN_FAILURES)
+    checks.makeini(CERTIFY_INI.read_text())
+    out = checks.path / "out"
+    checks.runpytest_subprocess("test_plain.py", "--jetcheck-server", embedded_server.url, "--jetcheck-out", str(out))
+    results = _results(out)
+    assert {r["status"] for r in results.values()} == {"fail"}
+    for name, result in results.items():
+        for noise in ("0x", "where", "Use -v", "AssertionError", "\n"):
+            assert noise not in result["message"], f"{name}: {result['message']!r}"
+        assert result["detail"].startswith("AssertionError"), f"{name}: {result['detail']!r}"
+    assert "0x" in results["test_bare_get"]["detail"]
+    assert results["test_bare_get"]["message"] == "expected info.get('config'), got None"
+    assert results["test_bare_compare"]["message"] == (
+        "expected state == {'messages': 2, 'first_seq': 4}, got state = {'messages': 3, 'first_seq': 4}"
+    )
+    assert results["test_bare_compare_with_a_literal"]["message"] == "expected messages == 2, got messages = 1"
+    assert results["test_with_message"]["message"] == "expected no reply, got <test_plain.Reply object>"
