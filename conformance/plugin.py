@@ -39,6 +39,7 @@ from jetcheck.redact import redact_text
 from .catalog import CatalogError, Rule, load_catalog
 from .certify import NOT_RUN_PREFIX, TARGET_STOPPED_EXIT
 from .clients import adapter_for
+from .progress import Progress
 
 CHECKS_PACKAGE = "jetcheck.conformance.checks"
 NEEDS = {
@@ -167,6 +168,7 @@ NA_REASON = pytest.StashKey[str]()
 OBSERVED = pytest.StashKey[dict]()
 LOG_OFFSET = pytest.StashKey[int]()
 REPORTS = pytest.StashKey[dict]()
+PROGRESS = pytest.StashKey[Progress]()
 
 
 def _state(config: pytest.Config) -> RunState:
@@ -261,6 +263,24 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if reporter is not None:
         shown = " ".join(f"{k}={v}" for k, v in _state(session.config).config.redacted().items() if v != "")
         reporter.write_line(f"jetcheck: {shown}")
+        if session.config.get_verbosity() <= 0:  # -v lists every check itself
+            checks = [item for item in session.items if RULE in item.stash]
+            session.config.stash[PROGRESS] = Progress(reporter, len(checks))
+            reporter.showfspath = False  # the progress replaces pytest's file names and letters
+            areas = {item.stash[RULE].area for item in checks}
+            reporter.write_line(f"jetcheck: {len(checks)} checks in {len(areas)} areas")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
+    category, letter, word = yield
+    if PROGRESS in config.stash and ("rule", _rule_id(report)) in report.user_properties:
+        return category, "", word  # no letter: the progress line shows the check; the word still names it
+    return category, letter, word
+
+
+def _rule_id(report: pytest.TestReport) -> str:
+    return next((value for key, value in report.user_properties if key == "rule"), "")
 
 
 # --- running a check ---------------------------------------------------------------------------------------------
@@ -341,10 +361,10 @@ def _classify(item: pytest.Item, reports: dict) -> tuple[str, str, pytest.Except
         reason = call_exc.value.msg if call_exc is not None else "skipped"
         return ("na" if reason.startswith(NA_PREFIX) else "skip", reason.removeprefix(NA_PREFIX), None)
     if call is not None and call.failed:
-        text = _plain(call_exc)
-        if call_exc is not None and (call_exc.errisinstance(INDETERMINATE) or text.startswith("Failed: Timeout")):
-            return "error", text, call_exc
-        return "fail", text, call_exc
+        indeterminate = call_exc is not None and (
+            call_exc.errisinstance(INDETERMINATE) or _describe(call_exc).startswith("Failed: Timeout")
+        )
+        return "error" if indeterminate else "fail", _plain(call_exc), call_exc
     teardown, teardown_exc = reports.get("teardown", (None, None))
     if teardown is not None and teardown.failed:
         return "error", f"teardown failed: {_plain(teardown_exc)}", teardown_exc
@@ -370,6 +390,8 @@ def _plain(excinfo: pytest.ExceptionInfo | None) -> str:
     the values seen; pytest's introspection (`where` lines, diffs, "Use -v") stays in the raw detail."""
     if excinfo is None:
         return ""
+    if excinfo.errisinstance(pytest.fail.Exception):  # pytest.fail("...") in a check: its words, without "Failed: "
+        return _ADDRESS.sub("", excinfo.value.msg)
     if not excinfo.errisinstance(AssertionError):
         return _ADDRESS.sub("", _describe(excinfo))
     said, values = _split_assertion(str(excinfo.value))
@@ -434,7 +456,7 @@ def _record(item: pytest.Item, reports: dict) -> None:
     state = _state(item.config)
     status, message, excinfo = _classify(item, reports)
     raw = _describe(excinfo)
-    detail = raw if raw and raw not in message else ""
+    detail = "" if not raw or raw in message or raw.endswith(message) else raw
     duration = sum(rep.duration for rep, _ in reports.values())
     server_log = ""
     if status in ("fail", "error") and state.target is not None and state.target.process is not None:
@@ -490,17 +512,24 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
     """After a check that did not pass, make sure the target still answers; if it does not, the remaining checks
     would only pile up errors for minutes: record them as not run and end the session.
 
-    Checked after the check, so a check that restarts or kills a managed server on purpose has brought it back."""
+    Checked after the check, so a check that restarts or kills a managed server on purpose has brought it back.
+    The run's progress is shown around each check."""
+    progress = item.config.stash.get(PROGRESS, None)
+    rule = item.stash.get(RULE, None)
+    if progress is not None and rule is not None:
+        progress.start(rule.area, rule.id)
     outcome = yield
     state = item.config.stash.get(STATE, None)
-    if state is None or RULE not in item.stash or state.target is None or not state.results:
+    if state is None or rule is None or not state.results or state.results[-1].check != item.nodeid:
         return outcome
     last = state.results[-1]
-    if last.check != item.nodeid or last.status not in ("fail", "error"):
-        return outcome
-    unreachable = _unreachable(state.target.url)
-    if unreachable:
-        _stop_run(item, state, f"the target stopped answering ({unreachable}) after check {last.id}")
+    if last.status in ("fail", "error") and state.target is not None:
+        unreachable = _unreachable(state.target.url)
+        if unreachable:
+            _stop_run(item, state, f"the target stopped answering ({unreachable}) after check {last.id}")
+    if progress is not None:
+        following = nextitem.stash.get(RULE, None) if nextitem is not None else None
+        progress.finish(last, following.area if following is not None else None)
     return outcome
 
 

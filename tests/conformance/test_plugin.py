@@ -194,3 +194,38 @@ def test_failure_messages_are_plain_words_and_the_raw_assertion_is_kept_as_detai
     )
     assert results["test_bare_compare_with_a_literal"]["message"] == "expected messages == 2, got messages = 1"
     assert results["test_with_message"]["message"] == "expected no reply, got <test_plain.Reply object>"
+
+
+TWO_AREAS = """
+import pytest
+
+@pytest.mark.rule("dedup.duplicate-acked")
+def test_dedup_passes():
+    pass
+
+@pytest.mark.rule("dedup.by-id-not-payload")
+def test_dedup_fails():
+    assert False, "expected x, got y"
+
+@pytest.mark.rule("purge.keep")
+def test_purge_passes():
+    pass
+"""
+
+
+def test_progress_is_a_plain_line_per_finished_area_when_not_on_a_terminal(checks, embedded_server):
+    """Off a terminal (a log file) the run says, as each area ends, how many checks are done of how many, how that
+    area went and how many failed so far; pytest's letters give way to it."""
+    checks.makepyfile(test_two_areas=TWO_AREAS)
+    out = checks.path / "out"
+    result = checks.runpytest_subprocess(
+        "test_two_areas.py", "-q", "--jetcheck-server", embedded_server.url, "--jetcheck-out", str(out)
+    )
+    result.assert_outcomes(passed=2, failed=1)
+    ours = [line for line in result.outlines if line.startswith("jetcheck: ") and "=" not in line]
+    assert ours == [
+        "jetcheck: 3 checks in 2 areas",
+        "jetcheck: [2/3] dedup done: 1 pass, 1 fail; 1 failing so far",
+        "jetcheck: [3/3] purge done: 1 pass; 1 failing so far",
+    ]
+    assert not [line for line in result.outlines if line and set(line) <= set(".FEs")], result.outlines
