@@ -378,6 +378,10 @@ def _describe(excinfo: pytest.ExceptionInfo | None, limit: int = 4000) -> str:
     if isinstance(excinfo.value, BaseExceptionGroup):  # e.g. Hypothesis' FlakyFailure: show what it groups
         inner = "\n".join(f"  - {type(e).__name__}: {e}" for e in excinfo.value.exceptions)
         text = f"{text}\n{inner}"
+    return _limit(text, limit)
+
+
+def _limit(text: str, limit: int = 4000) -> str:
     return text if len(text) <= limit else text[: limit - 20] + "\n... (truncated)"
 
 
@@ -395,9 +399,17 @@ def _plain(excinfo: pytest.ExceptionInfo | None) -> str:
     if not excinfo.errisinstance(AssertionError):
         return _ADDRESS.sub("", _describe(excinfo))
     said, values = _split_assertion(str(excinfo.value))
-    text = said or _expected_and_got(str(excinfo.traceback[-1].statement), values)
+    text = said or _expected_and_got(_statement(excinfo), values)
     notes = getattr(excinfo.value, "__notes__", [])  # Hypothesis' falsifying example
-    return _ADDRESS.sub("", "\n".join([text, *notes]).strip())
+    return _ADDRESS.sub("", _limit("\n".join([text, *notes]).strip()))
+
+
+def _statement(excinfo: pytest.ExceptionInfo) -> str:
+    """The source of the statement that raised, or "" when its source is not available."""
+    try:
+        return str(excinfo.traceback[-1].statement).strip()
+    except (AssertionError, IndexError):  # pytest asserts that the frame has source
+        return ""
 
 
 def _split_assertion(text: str) -> tuple[str, str]:
@@ -414,9 +426,10 @@ def _split_assertion(text: str) -> tuple[str, str]:
 def _expected_and_got(statement: str, values: str) -> str:
     """`expected <the asserted expression>, got <its values>` for an assert without a message."""
     try:
-        test = ast.parse(statement.strip()).body[0].test  # type: ignore[attr-defined]
+        test = ast.parse(statement).body[0].test  # type: ignore[attr-defined]
     except (SyntaxError, IndexError, AttributeError):
-        return f"expected {statement.strip().removeprefix('assert ')}, got {values}".strip(", ")
+        expected = statement.removeprefix("assert ") or "the assertion to hold"
+        return f"expected {expected}, got {values}" if values else f"expected {expected}"
     expected = ast.unparse(test)
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         op = _COMPARE_OPS.get(type(test.ops[0]))

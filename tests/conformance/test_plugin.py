@@ -148,6 +148,7 @@ def test_plugin_is_inert_for_tests_without_rules(pytester):
 
 PLAIN_FAILURES = """
 import pytest
+from hypothesis import given, settings, strategies as st
 
 class Reply:
     pass
@@ -171,6 +172,12 @@ def test_bare_compare_with_a_literal():
 def test_with_message():
     reply = Reply()
     assert reply is None, f"expected no reply, got {reply!r}"
+
+@pytest.mark.rule("purge.unknown-stream")
+@settings(database=None, derandomize=True)
+@given(st.integers(min_value=0))
+def test_property(n):
+    assert n < 3, f"expected fewer than 3, got {n}"
 """
 
 
@@ -184,7 +191,7 @@ def test_failure_messages_are_plain_words_and_the_raw_assertion_is_kept_as_detai
     results = _results(out)
     assert {r["status"] for r in results.values()} == {"fail"}
     for name, result in results.items():
-        for noise in ("0x", "where", "Use -v", "AssertionError", "\n"):
+        for noise in ("0x", "where", "Use -v", "AssertionError", "assert "):
             assert noise not in result["message"], f"{name}: {result['message']!r}"
         assert result["detail"].startswith("AssertionError"), f"{name}: {result['detail']!r}"
     assert "0x" in results["test_bare_get"]["detail"]
@@ -194,6 +201,9 @@ def test_failure_messages_are_plain_words_and_the_raw_assertion_is_kept_as_detai
     )
     assert results["test_bare_compare_with_a_literal"]["message"] == "expected messages == 2, got messages = 1"
     assert results["test_with_message"]["message"] == "expected no reply, got <test_plain.Reply object>"
+    # a property's minimal failing example stays with the message
+    assert results["test_property"]["message"].startswith("expected fewer than 3, got 3\n")
+    assert "n=3" in results["test_property"]["message"]
 
 
 TWO_AREAS = """
