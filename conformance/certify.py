@@ -21,6 +21,10 @@ from jetcheck.verdict import FAILING, judge
 CHECKS_PACKAGE = "jetcheck.conformance.checks"
 CERTIFY_INI = Path(__file__).with_name("certify.ini")
 CLI_OPTIONS = [o for o in OPTIONS if o.name != "out"]
+# The plugin ends a run whose target stopped answering with this pytest exit status and records each check it did
+# not run with a message starting NOT_RUN_PREFIX; certify then exits 2: the outcome is unknown.
+TARGET_STOPPED_EXIT = 75
+NOT_RUN_PREFIX = "not run: "
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -132,4 +136,13 @@ def certify_command(args: argparse.Namespace) -> int:
     print(summarise(results))
     print(f"\nresults: {results_path}  ({len(results)} checks)")
     print("\n".join(verdict.lines()))
+    if pytest_status == TARGET_STOPPED_EXIT:
+        raise TargetError(stopped_line(results, results_path))
     return verdict.exit_code()
+
+
+def stopped_line(results: list[CheckResult], results_path: Path) -> str:
+    """The one line for a run the target's silence ended: the outcome is unknown, not a failure of the rules."""
+    not_run = [r for r in results if r.status == "skip" and r.message.startswith(NOT_RUN_PREFIX)]
+    reason = not_run[0].message[len(NOT_RUN_PREFIX) :] if not_run else "the target stopped answering"
+    return f"{reason}; {len(not_run)} of {len(results)} checks not run, the outcome is unknown; results: {results_path}"

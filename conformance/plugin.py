@@ -5,17 +5,21 @@ It stays inert for tests that carry no `rule` marker, so an installed jetcheck d
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import datetime as dt
 import itertools
 import json
 import os
 import platform
+import re
+import socket
 import ssl
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import nats
 import pytest
@@ -33,7 +37,9 @@ from jetcheck.records import LEVELS, RESULTS_FILE, RUN_FILE, CheckResult
 from jetcheck.redact import redact_text
 
 from .catalog import CatalogError, Rule, load_catalog
+from .certify import NOT_RUN_PREFIX, TARGET_STOPPED_EXIT
 from .clients import adapter_for
+from .progress import Progress
 
 CHECKS_PACKAGE = "jetcheck.conformance.checks"
 NEEDS = {
@@ -41,6 +47,8 @@ NEEDS = {
     "cluster": "needs a clustered target (replicated streams); the target is a single server",
 }
 NA_PREFIX = "na: "
+# how long a target that failed a check may take to answer again before the run stops
+REACHABLE_BOUND_S = 3.0
 
 # One bug per failing check keeps the result's message to one minimal program; no example database is written
 # into the user's working directory.
@@ -122,6 +130,9 @@ class RunState:
         self.cleanup_problems.extend(problems)
 
     def stop(self) -> None:
+        if self.target is not None and self.stopped_reason:
+            self.cleanup_problems.append("no cleanup: the target stopped answering")
+            self.target = None
         if self.target is not None and not self.failure:
             self.cleanup(keep_anchor=False)
             self.target = None
@@ -158,6 +169,7 @@ NA_REASON = pytest.StashKey[str]()
 OBSERVED = pytest.StashKey[dict]()
 LOG_OFFSET = pytest.StashKey[int]()
 REPORTS = pytest.StashKey[dict]()
+PROGRESS = pytest.StashKey[Progress]()
 
 
 def _state(config: pytest.Config) -> RunState:
@@ -256,6 +268,24 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if reporter is not None:
         shown = " ".join(f"{k}={v}" for k, v in _state(session.config).config.redacted().items() if v != "")
         reporter.write_line(f"jetcheck: {shown}")
+        if session.config.get_verbosity() <= 0:  # -v lists every check itself
+            checks = [item for item in session.items if RULE in item.stash]
+            session.config.stash[PROGRESS] = Progress(reporter, len(checks))
+            reporter.showfspath = False  # the progress replaces pytest's file names and letters
+            areas = {item.stash[RULE].area for item in checks}
+            reporter.write_line(f"jetcheck: {len(checks)} checks in {len(areas)} areas")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
+    category, letter, word = yield
+    if PROGRESS in config.stash and ("rule", _rule_id(report)) in report.user_properties:
+        return category, "", word  # no letter: the progress line shows the check; the word still names it
+    return category, letter, word
+
+
+def _rule_id(report: pytest.TestReport) -> str:
+    return next((value for key, value in report.user_properties if key == "rule"), "")
 
 
 # --- running a check ---------------------------------------------------------------------------------------------
@@ -321,28 +351,29 @@ INDETERMINATE = (
 )
 
 
-def _classify(item: pytest.Item, reports: dict) -> tuple[str, str]:
+def _classify(item: pytest.Item, reports: dict) -> tuple[str, str, pytest.ExceptionInfo | None]:
+    """The check's status, its message, and the exception behind a fail or error."""
     setup, setup_exc = reports.get("setup", (None, None))
     if NA_REASON in item.stash:
-        return "na", item.stash[NA_REASON]
+        return "na", item.stash[NA_REASON], None
     if setup is not None and setup.skipped:
         reason = setup_exc.value.msg if setup_exc is not None else "skipped"
-        return ("na", reason[len(NA_PREFIX) :]) if reason.startswith(NA_PREFIX) else ("skip", reason)
+        return ("na" if reason.startswith(NA_PREFIX) else "skip", reason.removeprefix(NA_PREFIX), None)
     if setup is not None and setup.failed:
-        return "error", f"setup failed: {_describe(setup_exc)}"
+        return "error", f"setup failed: {_plain(setup_exc)}", setup_exc
     call, call_exc = reports.get("call", (None, None))
     if call is not None and call.skipped:
         reason = call_exc.value.msg if call_exc is not None else "skipped"
-        return ("na", reason[len(NA_PREFIX) :]) if reason.startswith(NA_PREFIX) else ("skip", reason)
+        return ("na" if reason.startswith(NA_PREFIX) else "skip", reason.removeprefix(NA_PREFIX), None)
     if call is not None and call.failed:
-        text = _describe(call_exc)
-        if call_exc is not None and (call_exc.errisinstance(INDETERMINATE) or text.startswith("Failed: Timeout")):
-            return "error", text
-        return "fail", text
+        indeterminate = call_exc is not None and (
+            call_exc.errisinstance(INDETERMINATE) or _describe(call_exc).startswith("Failed: Timeout")
+        )
+        return "error" if indeterminate else "fail", _plain(call_exc), call_exc
     teardown, teardown_exc = reports.get("teardown", (None, None))
     if teardown is not None and teardown.failed:
-        return "error", f"teardown failed: {_describe(teardown_exc)}"
-    return "pass", ""
+        return "error", f"teardown failed: {_plain(teardown_exc)}", teardown_exc
+    return "pass", "", None
 
 
 def _describe(excinfo: pytest.ExceptionInfo | None, limit: int = 4000) -> str:
@@ -352,18 +383,116 @@ def _describe(excinfo: pytest.ExceptionInfo | None, limit: int = 4000) -> str:
     if isinstance(excinfo.value, BaseExceptionGroup):  # e.g. Hypothesis' FlakyFailure: show what it groups
         inner = "\n".join(f"  - {type(e).__name__}: {e}" for e in excinfo.value.exceptions)
         text = f"{text}\n{inner}"
+    return _limit(text, limit)
+
+
+def _limit(text: str, limit: int = 4000) -> str:
     return text if len(text) <= limit else text[: limit - 20] + "\n... (truncated)"
+
+
+# Object addresses in reprs (`<X object at 0x7f...>`) differ on every run and mean nothing to a reader.
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _plain(excinfo: pytest.ExceptionInfo | None) -> str:
+    """What a failure means in plain words: an assertion's own message, or for a bare assert what was expected and
+    the values seen; pytest's introspection (`where` lines, diffs, "Use -v") stays in the raw detail."""
+    if excinfo is None:
+        return ""
+    if excinfo.errisinstance(pytest.fail.Exception):  # pytest.fail("...") in a check: its words, without "Failed: "
+        return _ADDRESS.sub("", excinfo.value.msg)
+    if not excinfo.errisinstance(AssertionError):
+        return _ADDRESS.sub("", _describe(excinfo))
+    said, values = _split_assertion(str(excinfo.value))
+    text = said or _expected_and_got(_statement(excinfo), values)
+    notes = getattr(excinfo.value, "__notes__", [])  # Hypothesis' falsifying example
+    return _ADDRESS.sub("", _limit("\n".join([text, *notes]).strip()))
+
+
+def _statement(excinfo: pytest.ExceptionInfo) -> str:
+    """The source of the statement that raised, or "" when its source is not available."""
+    try:
+        return str(excinfo.traceback[-1].statement).strip()
+    except (AssertionError, IndexError):  # pytest asserts that the frame has source
+        return ""
+
+
+def _split_assertion(text: str) -> tuple[str, str]:
+    """A rewritten assertion's text is `<message>\\nassert <values>\\n  <introspection>`: (message, values)."""
+    lines = text.split("\n")
+    starts = [i for i, line in enumerate(lines) if line.startswith("assert ")]
+    if not starts:  # not rewritten by pytest: the text is the message
+        return text.strip(), ""
+    said = lines[: starts[-1]]
+    said = said[:1] + [line.removeprefix("  ") for line in said[1:]]  # pytest indents a message's further lines
+    return "\n".join(said).strip(), lines[starts[-1]].removeprefix("assert ")
+
+
+def _expected_and_got(statement: str, values: str) -> str:
+    """`expected <the asserted expression>, got <its values>` for an assert without a message."""
+    try:
+        test = ast.parse(statement).body[0].test  # type: ignore[attr-defined]
+    except (SyntaxError, IndexError, AttributeError):
+        expected = statement.removeprefix("assert ") or "the assertion to hold"
+        return f"expected {expected}, got {values}" if values else f"expected {expected}"
+    expected = ast.unparse(test)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        op = _COMPARE_OPS.get(type(test.ops[0]))
+        sides = values.split(f" {op} ") if op else []
+        if len(sides) == 2:  # the values split unambiguously into left and right
+            left, right = ast.unparse(test.left), test.comparators[0]
+            got = [f"{left} = {sides[0]}"]
+            if not _is_literal(right):
+                got.append(f"{ast.unparse(right)} = {sides[1]}")
+            return f"expected {expected}, got {', '.join(got)}"
+    return f"expected {expected}, got {values}" if values else f"expected {expected}"
+
+
+_COMPARE_OPS = {
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+    ast.In: "in",
+    ast.NotIn: "not in",
+}
+
+
+def _is_literal(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+    except ValueError:
+        return False
+    return True
 
 
 def _record(item: pytest.Item, reports: dict) -> None:
     state = _state(item.config)
-    rule = item.stash[RULE]
-    status, message = _classify(item, reports)
+    status, message, excinfo = _classify(item, reports)
+    raw = _describe(excinfo)
+    detail = "" if not raw or raw in message or raw.endswith(message) else raw
     duration = sum(rep.duration for rep, _ in reports.values())
     server_log = ""
     if status in ("fail", "error") and state.target is not None and state.target.process is not None:
         server_log = state.target.process.log_since(item.stash.get(LOG_OFFSET, 0))
-    result = CheckResult(
+    _append_result(state, _result(item, state, status, message, duration, server_log, detail))
+
+
+def _result(
+    item: pytest.Item,
+    state: RunState,
+    status: str,
+    message: str,
+    duration: float = 0.0,
+    server_log: str = "",
+    detail: str = "",
+) -> CheckResult:
+    rule = item.stash[RULE]
+    return CheckResult(
         id=rule.id,
         status=status,
         area=rule.area,
@@ -380,8 +509,8 @@ def _record(item: pytest.Item, reports: dict) -> None:
         observed=item.stash.get(OBSERVED, {}),
         server_log=redact_text(server_log, state.secrets),
         subject=rule.subject,
+        detail=redact_text(detail, state.secrets),
     )
-    _append_result(state, result)
 
 
 def _append_result(state: RunState, result: CheckResult) -> None:
@@ -391,6 +520,73 @@ def _append_result(state: RunState, result: CheckResult) -> None:
     state.results.append(result)
     with open(state.out_dir / RESULTS_FILE, "a", encoding="utf-8") as fh:
         fh.write(result.to_json() + "\n")
+
+
+# --- a target that stopped answering ends the run -----------------------------------------------------------------
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """After a check that did not pass, make sure the target still answers; if it does not, the remaining checks
+    would only pile up errors for minutes: record them as not run and end the session.
+
+    Checked after the check, so a check that restarts or kills a managed server on purpose has brought it back.
+    The run's progress is shown around each check."""
+    progress = item.config.stash.get(PROGRESS, None)
+    rule = item.stash.get(RULE, None)
+    if progress is not None and rule is not None:
+        progress.start(rule.area, rule.id)
+    outcome = yield
+    state = item.config.stash.get(STATE, None)
+    if state is None or rule is None or not state.results or state.results[-1].check != item.nodeid:
+        return outcome
+    last = state.results[-1]
+    if last.status in ("fail", "error") and state.target is not None:
+        unreachable = _unreachable(state.target.url)
+        if unreachable:
+            _stop_run(item, state, f"the target stopped answering ({unreachable}) after check {last.id}")
+    if progress is not None:
+        following = nextitem.stash.get(RULE, None) if nextitem is not None else None
+        progress.finish(last, following.area if following is not None else None)
+    return outcome
+
+
+def _unreachable(url: str, bound_s: float = REACHABLE_BOUND_S) -> str:
+    """Why no NATS server at `url` sends its INFO within `bound_s` (tried again until then), or "" if one does.
+
+    A bare TCP exchange: no credentials are sent, and a server that accepts but hangs counts as not answering."""
+    parts = urlsplit(url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 4222
+    where = f"{host}:{port}"
+    deadline = time.monotonic() + bound_s
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            with socket.create_connection((host, port), timeout=max(left, 0.1)) as sock:
+                greeting = b""
+                while len(greeting) < 5 and (chunk := sock.recv(5 - len(greeting))):
+                    greeting += chunk
+                if greeting == b"INFO ":
+                    return ""
+                why = f"{where} accepted a connection but sent no INFO"
+        except ConnectionRefusedError:
+            why = f"connection refused at {where}"
+        except TimeoutError:
+            why = f"no answer from {where} within {bound_s:.0f} s"
+        except OSError as exc:
+            why = f"{exc.strerror or type(exc).__name__} at {where}"
+        if time.monotonic() + 0.2 >= deadline:
+            return why
+        time.sleep(0.2)  # a bounded retry: the server may be restarting
+
+
+def _stop_run(item: pytest.Item, state: RunState, reason: str) -> None:
+    state.stopped_reason = reason
+    items = item.session.items
+    for later in items[items.index(item) + 1 :]:
+        if RULE in later.stash:
+            _append_result(state, _result(later, state, "skip", NOT_RUN_PREFIX + reason))
+    pytest.exit(f"jetcheck: {reason}", returncode=TARGET_STOPPED_EXIT)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

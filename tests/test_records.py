@@ -82,3 +82,13 @@ def test_a_load_run_caveats_only_processes_that_ran_both_roles():
     assert shared_loop_note(separate) is None
     assert shared_loop_note({}) is None  # load.json written before roles were recorded
     assert shared_loop_note(shared).startswith("publishers and consumers shared process(es) 11, 13:")
+
+
+def test_results_written_before_a_field_existed_still_read(tmp_path):
+    """A results.jsonl line without the newer fields (subject, detail) reads with their defaults."""
+    path = tmp_path / "results.jsonl"
+    old = json.loads(_result(status="fail", message="expected 1, got 2").to_json())
+    del old["detail"], old["subject"]
+    path.write_text(json.dumps(old) + "\n")
+    (result,) = read_results(path)
+    assert (result.message, result.detail, result.subject) == ("expected 1, got 2", "", "server")

@@ -7,6 +7,7 @@ from dataclasses import asdict
 
 import pytest
 
+from jetcheck.conformance.certify import CERTIFY_INI
 from jetcheck.records import RESULTS_FILE, read_results
 
 pytest_plugins = ["pytester"]
@@ -143,6 +144,101 @@ def test_plugin_is_inert_for_tests_without_rules(pytester):
     result = pytester.runpytest_subprocess("--jetcheck-server", "nats://127.0.0.1:1")
     result.assert_outcomes(passed=1)
     assert not (pytester.path / "jetcheck-results").exists()
+
+
+PLAIN_FAILURES = """
+import pytest
+from hypothesis import given, settings, strategies as st
+
+class Reply:
+    pass
+
+@pytest.mark.rule("purge.keep")
+def test_bare_get():
+    info = {"state": {"messages": 3}}
+    assert info.get("config")
+
+@pytest.mark.rule("purge.filter")
+def test_bare_compare():
+    state = {"messages": 3, "first_seq": 4}
+    assert state == {"messages": 2, "first_seq": 4}
+
+@pytest.mark.rule("purge.seq")
+def test_bare_compare_with_a_literal():
+    messages = {"a": 1}.get("a")
+    assert messages == 2
+
+@pytest.mark.rule("purge.all")
+def test_with_message():
+    reply = Reply()
+    assert reply is None, f"expected no reply, got {reply!r}"
+
+@pytest.mark.rule("purge.unknown-stream")
+@settings(database=None, derandomize=True)
+@given(st.integers(min_value=0))
+def test_property(n):
+    assert n < 3, f"expected fewer than 3, got {n}"
+"""
+
+
+def test_failure_messages_are_plain_words_and_the_raw_assertion_is_kept_as_detail(checks, embedded_server):
+    """A failing check's message says what was expected and what happened, without pytest's introspection (`where`
+    lines, object addresses, "Use -v"); the raw assertion text is in `detail`."""
+    checks.makepyfile(test_plain=PLAIN_FAILURES)
+    checks.makeini(CERTIFY_INI.read_text())
+    out = checks.path / "out"
+    checks.runpytest_subprocess("test_plain.py", "--jetcheck-server", embedded_server.url, "--jetcheck-out", str(out))
+    results = _results(out)
+    assert {r["status"] for r in results.values()} == {"fail"}
+    for name, result in results.items():
+        for noise in ("0x", "where", "Use -v", "AssertionError", "assert "):
+            assert noise not in result["message"], f"{name}: {result['message']!r}"
+        assert result["detail"].startswith("AssertionError"), f"{name}: {result['detail']!r}"
+    assert "0x" in results["test_bare_get"]["detail"]
+    assert results["test_bare_get"]["message"] == "expected info.get('config'), got None"
+    assert results["test_bare_compare"]["message"] == (
+        "expected state == {'messages': 2, 'first_seq': 4}, got state = {'messages': 3, 'first_seq': 4}"
+    )
+    assert results["test_bare_compare_with_a_literal"]["message"] == "expected messages == 2, got messages = 1"
+    assert results["test_with_message"]["message"] == "expected no reply, got <test_plain.Reply object>"
+    # a property's minimal failing example stays with the message
+    assert results["test_property"]["message"].startswith("expected fewer than 3, got 3\n")
+    assert "n=3" in results["test_property"]["message"]
+
+
+TWO_AREAS = """
+import pytest
+
+@pytest.mark.rule("dedup.duplicate-acked")
+def test_dedup_passes():
+    pass
+
+@pytest.mark.rule("dedup.by-id-not-payload")
+def test_dedup_fails():
+    assert False, "expected x, got y"
+
+@pytest.mark.rule("purge.keep")
+def test_purge_passes():
+    pass
+"""
+
+
+def test_progress_is_a_plain_line_per_finished_area_when_not_on_a_terminal(checks, embedded_server):
+    """Off a terminal (a log file) the run says, as each area ends, how many checks are done of how many, how that
+    area went and how many failed so far; pytest's letters give way to it."""
+    checks.makepyfile(test_two_areas=TWO_AREAS)
+    out = checks.path / "out"
+    result = checks.runpytest_subprocess(
+        "test_two_areas.py", "-q", "--jetcheck-server", embedded_server.url, "--jetcheck-out", str(out)
+    )
+    result.assert_outcomes(passed=2, failed=1)
+    ours = [line for line in result.outlines if line.startswith("jetcheck: ") and "=" not in line]
+    assert ours == [
+        "jetcheck: 3 checks in 2 areas",
+        "jetcheck: [2/3] dedup done: 1 pass, 1 fail; 1 failing so far",
+        "jetcheck: [3/3] purge done: 1 pass; 1 failing so far",
+    ]
+    assert not [line for line in result.outlines if line and set(line) <= set(".FEs")], result.outlines
 
 
 STOPPING = """
