@@ -26,7 +26,7 @@ import gevent
 from locust import User, constant, events, task
 from locust.runners import MasterRunner, WorkerRunner
 
-from jetcheck.config import resolve_credentials
+from jetcheck.config import new_run_prefix, resolve_credentials
 from jetcheck.fixtures.target import Target
 from jetcheck.load import bridge, runfile
 from jetcheck.load.drivers import Driver, driver_class
@@ -276,7 +276,7 @@ def on_test_start(environment, **_kwargs) -> None:
     # line); custom options travel to the workers with the spawn message
     given = _run_ids_given.setdefault("ids", (options.jetcheck_run_id, options.jetcheck_prefix))
     options.jetcheck_run_id = given[0] or "load-" + secrets.token_hex(4)
-    options.jetcheck_prefix = given[1] or "jc" + secrets.token_hex(3)
+    options.jetcheck_prefix = given[1] or new_run_prefix()
     options.jetcheck_users_total = getattr(options, "num_users", None) or 1
     settings = settings_from(options)
     _run.clear()
