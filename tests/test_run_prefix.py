@@ -194,7 +194,7 @@ async def test_clean_previous_deletes_an_interrupted_runs_leftovers_and_never_th
     assert cleaned.returncode == 2, cleaned.stdout + cleaned.stderr
     assert cleaned.stderr.startswith(REFUSED) and "(2 stream(s): " in cleaned.stderr, cleaned.stderr
     assert len(cleaned.stderr.strip().splitlines()) == 1
-    assert "jetcheck: deleted what an earlier run with prefix mi left: " in cleaned.stdout
+    assert f"({len(leftovers)} stream(s) an earlier jetcheck run left were deleted)" in cleaned.stderr
     assert await stream_names(nc) == {USER_STREAM, f"KV_{USER_BUCKET}"}
     assert await snapshot(nc) == before
 
