@@ -26,6 +26,8 @@ pytestmark = pytest.mark.asyncio
 USER_STREAM, USER_BUCKET = "mi_prod", "mi_x"
 REFUSED = "jetcheck: run prefix 'mi' is in use on the target ("
 
+PLUGIN_RUN = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "asyncio_mode=strict",
+              "-o", "asyncio_default_fixture_loop_scope=function"]  # fmt: skip
 # A check as checks are written: it creates a stream through the run's names.
 PLAIN_CHECK = """
 import pytest
@@ -126,7 +128,7 @@ async def interrupted_run(server, tmp_path: Path) -> None:
     checks = check_dir(tmp_path, "interrupted", HANGING_CHECK)
     ready = tmp_path / "ready"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "asyncio_mode=strict",
+        [*PLUGIN_RUN,
          "--jetcheck-server", server.url, "--jetcheck-run-prefix", "mi", "--jetcheck-out", str(tmp_path / "out1"),
          str(checks)],
         cwd=checks, env={**os.environ, "READY_FILE": str(ready)}, start_new_session=True,
@@ -163,7 +165,7 @@ async def test_the_pytest_plugin_refuses_a_prefix_in_use_too(server, nc, tmp_pat
     before = await snapshot(nc)
     checks = check_dir(tmp_path, "plain", PLAIN_CHECK)
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "asyncio_mode=strict",
+        [*PLUGIN_RUN,
          "--jetcheck-server", server.url, "--jetcheck-run-prefix", "mi", "--jetcheck-out", str(tmp_path / "o"),
          str(checks)],
         capture_output=True, text=True, timeout=300, cwd=checks,
