@@ -176,6 +176,7 @@ def locust_command(
         run_id,
         "--jetcheck-prefix",
         prefix,
+        "--jetcheck-prefix-claimed",
         "--jetcheck-monitor",
         monitor,
         "--jetcheck-server-version",

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from jetcheck.config import ConfigError
-from jetcheck.fixtures.cleanup import run_marker
+from jetcheck.fixtures.cleanup import connected_version, run_marker
 
 PUBLISHER = "publisher"
 CONSUMER = "consumer"
@@ -155,7 +155,7 @@ async def setup(settings: LoadSettings, nc) -> None:
             subjects=[settings.subject_root + ".>"],
             storage=StorageType.FILE,
             num_replicas=settings.replicas,
-            metadata=run_marker(settings.run_id, _server_version(nc)) or None,
+            metadata=run_marker(settings.run_id, connected_version(nc)) or None,
         )
     )
     if spec.consumer == "pull":
@@ -170,11 +170,6 @@ async def setup(settings: LoadSettings, nc) -> None:
         )
     if spec.prefill and settings.prefill > 0:
         await prefill(js, settings)
-
-
-def _server_version(nc) -> str:
-    version = nc.connected_server_version
-    return f"{version.major}.{version.minor}.{version.patch}"
 
 
 async def prefill(js, settings: LoadSettings) -> None:

@@ -77,5 +77,5 @@ def test_clean_previous_is_off_unless_asked():
     assert resolve(cli={}, env={}).clean_previous is False
     assert resolve(cli={"clean_previous": "yes"}, env={}).clean_previous is True
     assert resolve(cli={}, env={"JETCHECK_CLEAN_PREVIOUS": "True"}).clean_previous is True
-    with pytest.raises(ConfigError, match="^JETCHECK_CLEAN_PREVIOUS: expected yes or no, not 'maybe'$"):
+    with pytest.raises(ConfigError, match=r"^JETCHECK_CLEAN_PREVIOUS: expected yes or no, not 'maybe'$"):
         resolve(cli={}, env={"JETCHECK_CLEAN_PREVIOUS": "maybe"})

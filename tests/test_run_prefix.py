@@ -18,6 +18,7 @@ import pytest_asyncio
 from jetcheck.fixtures.binaries import wheel_binary
 from jetcheck.fixtures.process import NatsServerProcess
 from jetcheck.fixtures.target import Credentials, Target
+from jetcheck.load.cli import LOCUSTFILE
 
 from .conftest import SERVER_VERSION
 
@@ -88,10 +89,10 @@ async def put_user_data(nc) -> None:
     await kv.put("k", b"v")
 
 
-async def snapshot(nc) -> dict[str, dict]:
+async def snapshot(nc, streams: tuple[str, ...] = (USER_STREAM, f"KV_{USER_BUCKET}")) -> dict[str, dict]:
     """Each user stream's config, state and every stored message, as the server reports them."""
     taken = {}
-    for name in (USER_STREAM, f"KV_{USER_BUCKET}"):
+    for name in streams:
         info = await _api(nc, f"$JS.API.STREAM.INFO.{name}")
         assert "error" not in info, info
         messages = [
@@ -99,7 +100,12 @@ async def snapshot(nc) -> dict[str, dict]:
             for seq in range(info["state"]["first_seq"], info["state"]["last_seq"] + 1)
         ]
         taken[name] = {"config": info["config"], "state": info["state"], "messages": messages}
-    assert [base64.b64decode(m["data"]) for m in taken[USER_STREAM]["messages"]] == [b"order 0", b"order 1", b"order 2"]
+    if USER_STREAM in taken:
+        assert [base64.b64decode(m["data"]) for m in taken[USER_STREAM]["messages"]] == [
+            b"order 0",
+            b"order 1",
+            b"order 2",
+        ]
     return taken
 
 
@@ -241,3 +247,21 @@ async def test_load_with_a_fresh_chosen_prefix_leaves_only_the_users_data(server
     assert (run["prefix"], run["deleted"]) == ("lt", ["lt_LOAD_PUBLISH_ASYNC"])
     assert await stream_names(nc) == {USER_STREAM, f"KV_{USER_BUCKET}"}
     assert await snapshot(nc) == before
+
+
+async def test_locust_run_directly_with_a_prefix_in_use_leaves_the_users_stream(server, nc, tmp_path):
+    """The locustfile run by Locust itself with --jetcheck-prefix mi, and a user's stream that happens to have the
+    name load would create: the test refuses to set up, and its end deletes nothing."""
+    js = nc.jetstream()
+    await js.add_stream(name="mi_LOAD_PUBLISH_ASYNC", subjects=["prod.>"])
+    await js.publish("prod.a", b"kept")
+    before = await snapshot(nc, ("mi_LOAD_PUBLISH_ASYNC",))
+    proc = subprocess.run(
+        [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "-u", "1", "-r", "1", "-t", "2s",
+         "--jetcheck-prefix", "mi", "--jetcheck-server", server.url, "--jetcheck-scenario", "publish-async",
+         "--jetcheck-rate", "50", "--jetcheck-out", str(tmp_path / "locust")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert await stream_names(nc) == {"mi_LOAD_PUBLISH_ASYNC"}
+    assert await snapshot(nc, ("mi_LOAD_PUBLISH_ASYNC",)) == before
+    assert "PrefixInUse: run prefix 'mi' is in use on the target (1 stream(s): mi_LOAD_PUBLISH_ASYNC)" in proc.stderr
