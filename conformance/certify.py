@@ -13,6 +13,7 @@ from pathlib import Path
 
 from jetcheck.config import OPTIONS, Config, add_option_arguments, cli_flag, resolve
 from jetcheck.fixtures.binaries import system_binary, wheel_binary
+from jetcheck.fixtures.cleanup import claim_prefix
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.target import Target, probe
 from jetcheck.records import JUNIT_FILE, RESULTS_FILE, RUN_FILE, STATUSES, CheckResult, read_results
@@ -59,6 +60,8 @@ async def _probe_url(cfg: Config) -> None:
     nc = await Target(cfg.server, cfg.credentials()).connect()
     try:
         await probe(nc)
+        if deleted := await claim_prefix(nc, cfg.run_prefix, cfg.clean_previous):  # refuses a prefix in use
+            print(f"jetcheck: deleted what an earlier run with prefix {cfg.run_prefix} left: {', '.join(deleted)}")
     finally:
         await nc.close()
 

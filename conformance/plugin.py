@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, settings
 
 import jetcheck
 from jetcheck.config import OPTIONS, Config, ConfigError, resolve
-from jetcheck.fixtures.cleanup import create_anchor, delete_owned_streams
+from jetcheck.fixtures.cleanup import RunLedger, claim_prefix, create_anchor, delete_created_streams, run_marker
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.providers import ServerProvider, provider_for
 from jetcheck.fixtures.proxy import NatsProxy
@@ -94,6 +94,10 @@ class RunState:
     results: list[CheckResult] = field(default_factory=list)
     cleanup_problems: list[str] = field(default_factory=list)
     names: itertools.count = field(default_factory=itertools.count)
+    ledger: RunLedger = field(init=False)  # every stream name this run handed out: all its cleanup may delete
+
+    def __post_init__(self) -> None:
+        self.ledger = RunLedger(self.config.run_prefix)
 
     @property
     def out_dir(self) -> Path:
@@ -115,7 +119,7 @@ class RunState:
                 cfg.server, cfg.server_version, cfg.credentials(), Path(cfg.server_cache) if cfg.server_cache else None
             )
             target = self.provider.start()
-            self.server = asyncio.run(_probe_and_anchor(target, cfg.run_prefix))
+            self.server = asyncio.run(_probe_and_anchor(target, cfg.run_prefix, self.run_id, cfg.clean_previous))
         except TargetError as exc:
             self.failure = redact_text(str(exc), self.secrets)
             self.stop()
@@ -126,7 +130,7 @@ class RunState:
     def cleanup(self, keep_anchor: bool = True) -> None:
         if self.target is None:
             return
-        problems = asyncio.run(_cleanup(self.target, self.config.run_prefix, keep_anchor))
+        problems = asyncio.run(_cleanup(self.target, self.ledger, keep_anchor))
         self.cleanup_problems.extend(problems)
 
     def stop(self) -> None:
@@ -141,24 +145,24 @@ class RunState:
             self.provider = None
 
 
-async def _probe_and_anchor(target: Target, prefix: str) -> ServerInfo:
+async def _probe_and_anchor(target: Target, prefix: str, run_id: str, clean_previous: bool) -> ServerInfo:
     nc = await target.connect()
     try:
         info = await probe(nc)
-        await delete_owned_streams(nc, prefix)  # what a crashed run with the same prefix left behind
-        await create_anchor(nc, prefix)
+        await claim_prefix(nc, prefix, clean_previous)  # refuses a prefix the target already uses
+        await create_anchor(nc, prefix, run_marker(run_id, info.version))
         return info
     finally:
         await nc.close()
 
 
-async def _cleanup(target: Target, prefix: str, keep_anchor: bool) -> list[str]:
+async def _cleanup(target: Target, ledger: RunLedger, keep_anchor: bool) -> list[str]:
     try:
         nc = await target.connect()
     except TargetError as exc:
         return [f"cleanup could not connect: {exc}"]
     try:
-        return await delete_owned_streams(nc, prefix, keep_anchor)
+        return await delete_created_streams(nc, ledger, keep_anchor)
     finally:
         await nc.close()
 
@@ -183,7 +187,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("jetcheck", "jetcheck conformance")
     for option in OPTIONS:
         env = f" [env {option.env}, ini {option.ini}]"
-        group.addoption(option.flag, dest="jetcheck_" + option.name, default=None, help=option.help + env)
+        kind = {"action": "store_const", "const": "yes"} if option.switch else {}
+        group.addoption(option.flag, dest="jetcheck_" + option.name, default=None, help=option.help + env, **kind)
         parser.addini(option.ini, option.help)
 
 
@@ -637,27 +642,31 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 class Names:
-    """Names for what one check creates; all carry the run prefix, so cleanup finds them and nothing else."""
+    """Names for what one check creates: `<prefix>_<tag><n>`, the tag letters only. Stream and bucket names go
+    into the run's ledger as they are handed out, so cleanup deletes them and nothing else."""
 
-    def __init__(self, prefix: str, counter: itertools.count) -> None:
+    def __init__(self, prefix: str, counter: itertools.count, ledger: RunLedger) -> None:
         self.prefix = prefix
         self._counter = counter
+        self._ledger = ledger
 
-    def _next(self) -> int:
-        return next(self._counter)
+    def _name(self, tag: str, separator: str = "_") -> str:
+        if not re.fullmatch(r"[A-Za-z]+", tag):
+            raise ValueError(f"a name's tag is letters only (the generated names cleanup knows), not {tag!r}")
+        return f"{self.prefix}{separator}{tag}{next(self._counter)}"
 
     def stream(self, tag: str = "S") -> str:
-        return f"{self.prefix}_{tag}{self._next()}"
+        return self._ledger.record_stream(self._name(tag))
 
     def subject(self, tag: str = "s") -> str:
         """A subject root unique to this run and call; streams bind `<root>.>`."""
-        return f"{self.prefix}.{tag}{self._next()}"
+        return self._name(tag, ".")
 
     def consumer(self, tag: str = "C") -> str:
-        return f"{self.prefix}_{tag}{self._next()}"
+        return self._name(tag)
 
     def bucket(self, tag: str = "b") -> str:
-        return f"{self.prefix}_{tag}{self._next()}"
+        return self._ledger.record_bucket(self._name(tag))
 
 
 @pytest.fixture(scope="session")
@@ -681,7 +690,7 @@ def server_info(request: pytest.FixtureRequest, target: Target) -> ServerInfo:
 @pytest.fixture
 def names(request: pytest.FixtureRequest) -> Names:
     state = _state(request.config)
-    return Names(state.config.run_prefix, state.names)
+    return Names(state.config.run_prefix, state.names, state.ledger)
 
 
 @pytest.fixture

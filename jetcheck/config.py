@@ -52,6 +52,13 @@ def _prefix(value: str) -> str:
     return value
 
 
+def _yes_no(value: str) -> bool:
+    words = {"1": True, "yes": True, "true": True, "0": False, "no": False, "false": False}
+    if value.lower() not in words:
+        raise ConfigError(f"expected yes or no, not {value!r}")
+    return words[value.lower()]
+
+
 def _positive_float(value: str) -> float:
     try:
         number = float(value)
@@ -98,6 +105,7 @@ class Option:
     default: Callable[[], str]
     parse: Callable[[str], Any] = _text
     secret: bool = False
+    switch: bool = False  # a flag without a value on the command line (yes when given)
 
     @property
     def flag(self) -> str:
@@ -112,7 +120,8 @@ class Option:
         return "JETCHECK_" + self.name.upper()
 
 
-def _new_prefix() -> str:
+def new_run_prefix() -> str:
+    """The one generator of run prefixes (certify, load, run): fresh for every run, so nothing on a target uses it."""
     return "jc" + secrets.token_hex(3)
 
 
@@ -134,7 +143,21 @@ OPTIONS: tuple[Option, ...] = (
     Option("tls_cert", "client certificate file", lambda: "", _existing_file),
     Option("tls_key", "client key file", lambda: "", _existing_file),
     Option("out", "directory for results.jsonl and run.json", lambda: "jetcheck-results"),
-    Option("run_prefix", "prefix of every stream, consumer and bucket this run creates", _new_prefix, _prefix),
+    Option(
+        "run_prefix",
+        "prefix of every stream, consumer and bucket this run creates; refused if streams on the target already "
+        "carry it (default: a fresh one)",
+        new_run_prefix,
+        _prefix,
+    ),
+    Option(
+        "clean_previous",
+        "first delete what an earlier, interrupted jetcheck run with this --run-prefix left (only streams with "
+        "jetcheck's generated names and no metadata of their own)",
+        lambda: "no",
+        _yes_no,
+        switch=True,
+    ),
     Option("check_timeout", "seconds one check may take", lambda: "60", _positive_float),
     Option(
         "profile",
@@ -165,6 +188,7 @@ class Config:
     tls_key: str
     out: str
     run_prefix: str
+    clean_previous: bool
     check_timeout: float
     profile: str
     client: str
@@ -257,4 +281,7 @@ def add_option_arguments(parser: argparse.ArgumentParser, names: Iterable[str]) 
     """One flag per named option; environment variables and defaults apply as in the pytest plugin."""
     for name in names:
         option = OPTION_BY_NAME[name]
-        parser.add_argument(cli_flag(option), dest=option.name, default=None, help=f"{option.help} [{option.env}]")
+        kind: dict[str, Any] = {"action": "store_const", "const": "yes"} if option.switch else {}
+        parser.add_argument(
+            cli_flag(option), dest=option.name, default=None, help=f"{option.help} [{option.env}]", **kind
+        )

@@ -29,8 +29,10 @@ from jetcheck.config import (
     cli_flag,
     credential_environment,
     resolve_credentials,
+    resolve_some,
 )
 from jetcheck.fixtures.binaries import DEFAULT_VERSION
+from jetcheck.fixtures.cleanup import claim_prefix
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.providers import provider_for
 from jetcheck.fixtures.target import Target, probe
@@ -44,6 +46,7 @@ from .scenarios import SCENARIOS, LoadSettings, scenario, setup, teardown
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")  # a path, not an import: Locust monkey-patches on import
 GRACE_S = 120.0  # setup (prefill), drain and teardown on top of the run time
 MAX_DEFAULT_PROCESSES = 8
+PREFIX_OPTIONS = ("run_prefix", "clean_previous")
 
 
 def parse_duration(text: str) -> float:
@@ -91,6 +94,7 @@ def register(subparsers) -> None:
     parser.add_argument("--server-version", default=DEFAULT_VERSION, help="nats-server release for --server local")
     parser.add_argument("--monitor", default="", help="monitoring URL of a remote server (default host:8222)")
     add_option_arguments(parser, CREDENTIAL_OPTIONS)  # for a nats:// or tls:// --server, as `jetcheck certify`
+    add_option_arguments(parser, PREFIX_OPTIONS)
     parser.add_argument("--out", default="", help="output directory (default jetcheck-load/<run id>)")
     parser.set_defaults(func=run)
 
@@ -172,6 +176,7 @@ def locust_command(
         run_id,
         "--jetcheck-prefix",
         prefix,
+        "--jetcheck-prefix-claimed",
         "--jetcheck-monitor",
         monitor,
         "--jetcheck-server-version",
@@ -182,12 +187,17 @@ def locust_command(
     return cmd
 
 
-async def _prepare(target: Target, settings: LoadSettings) -> str:
-    """Probe the server and create (and prefill) what the scenario needs before Locust's run time starts; the
-    locustfile's own setup at test start then finds everything in place (it is idempotent)."""
+async def _prepare(target: Target, settings: LoadSettings, clean_previous: bool) -> str:
+    """Probe the server, claim the run prefix (refused when the target already uses it) and create (and prefill)
+    what the scenario needs before Locust's run time starts; the locustfile's own setup at test start then finds
+    everything in place (it is idempotent)."""
     nc = await target.connect()
     try:
         version = (await probe(nc)).version
+        if deleted := await claim_prefix(nc, settings.prefix, clean_previous):
+            print(
+                f"jetcheck load: deleted what an earlier run with prefix {settings.prefix} left: {', '.join(deleted)}"
+            )
         try:
             await setup(settings, nc)
         except BaseException:
@@ -211,7 +221,8 @@ def run(args) -> int:
     duration_s = _validate(args)
     credentials = resolve_credentials(vars(args), os.environ, flag=cli_flag)
     run_id = "load-" + secrets.token_hex(4)
-    prefix = "jc" + secrets.token_hex(3)
+    chosen = resolve_some(PREFIX_OPTIONS, vars(args), os.environ, flag=cli_flag)
+    prefix = chosen["run_prefix"]
     out = Path(args.out or Path("jetcheck-load") / run_id)
     provider = provider_for(args.server, args.server_version, credentials)
     target = provider.start()
@@ -230,7 +241,7 @@ def run(args) -> int:
             prefill=args.prefill,
             replicas=args.replicas,
         )
-        version = asyncio.run(_prepare(target, settings))
+        version = asyncio.run(_prepare(target, settings, chosen["clean_previous"]))
         out.mkdir(parents=True, exist_ok=True)  # only once the target has answered
         monitor = target.process.monitor_url if target.process else (args.monitor or default_monitor_url(target.url))
         cmd = locust_command(args, duration_s, out, run_id, prefix, monitor, version)

@@ -26,7 +26,8 @@ import gevent
 from locust import User, constant, events, task
 from locust.runners import MasterRunner, WorkerRunner
 
-from jetcheck.config import resolve_credentials
+from jetcheck.config import new_run_prefix, resolve_credentials
+from jetcheck.fixtures.cleanup import PrefixInUse, claim_prefix
 from jetcheck.fixtures.target import Target
 from jetcheck.load import bridge, runfile
 from jetcheck.load.drivers import Driver, driver_class
@@ -86,6 +87,12 @@ def add_options(parser) -> None:
     group.add_argument("--jetcheck-out", default="jetcheck-load", help="directory for op logs and load.json")
     group.add_argument("--jetcheck-run-id", default="", help="run id (default: a new one per test)")
     group.add_argument("--jetcheck-prefix", default="", help="prefix of every stream this run creates")
+    group.add_argument(
+        "--jetcheck-prefix-claimed",
+        action="store_true",
+        include_in_web_ui=False,
+        help="set by jetcheck load, which found the prefix unused and created the run's stream already",
+    )
     group.add_argument("--jetcheck-monitor", default="", help="monitoring URL (default: http://<server host>:8222)")
     group.add_argument("--jetcheck-server-version", default="", help="informational: the server's release")
     group.add_argument(
@@ -276,7 +283,7 @@ def on_test_start(environment, **_kwargs) -> None:
     # line); custom options travel to the workers with the spawn message
     given = _run_ids_given.setdefault("ids", (options.jetcheck_run_id, options.jetcheck_prefix))
     options.jetcheck_run_id = given[0] or "load-" + secrets.token_hex(4)
-    options.jetcheck_prefix = given[1] or "jc" + secrets.token_hex(3)
+    options.jetcheck_prefix = given[1] or new_run_prefix()
     options.jetcheck_users_total = getattr(options, "num_users", None) or 1
     settings = settings_from(options)
     _run.clear()
@@ -285,12 +292,18 @@ def on_test_start(environment, **_kwargs) -> None:
     async def prepare() -> str:
         nc = await target_for(settings.server_url).connect()
         try:
+            if not options.jetcheck_prefix_claimed:  # refused when the target already uses the prefix
+                await claim_prefix(nc, settings.prefix)
             await setup(settings, nc)
             return str(nc._server_info.get("version", ""))
         finally:
             await nc.close()
 
-    _run["server_version"] = bridge.run(prepare(), timeout=120)
+    try:
+        _run["server_version"] = bridge.run(prepare(), timeout=120)
+    except PrefixInUse:
+        _run.clear()  # nothing on the target is this test's: its end must not delete anything
+        raise
     monitor = settings.monitor_url or default_monitor_url(settings.server_url)
     _run["monitor_url"] = monitor
     _run["sampler"] = (

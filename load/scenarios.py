@@ -1,7 +1,9 @@
 """The load scenarios by name, their settings, and what they create on the server (and delete again).
 
 Everything a run creates is named from its run prefix (streams ``<PREFIX>_LOAD_<SCENARIO>``, subjects
-``<prefix>.load.<pid>.<user>``, the KV bucket ``<PREFIX>_LOAD_KV``); teardown deletes exactly those names.
+``<prefix>.load.<pid>.<user>``, the KV bucket ``<PREFIX>_LOAD_KV``); teardown deletes exactly those names. A run
+creates them only after `fixtures.cleanup.claim_prefix` found nothing on the target under its prefix, and marks
+its stream with its run id where the server keeps metadata.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from jetcheck.config import ConfigError
+from jetcheck.fixtures.cleanup import connected_version, run_marker
 
 PUBLISHER = "publisher"
 CONSUMER = "consumer"
@@ -152,6 +155,7 @@ async def setup(settings: LoadSettings, nc) -> None:
             subjects=[settings.subject_root + ".>"],
             storage=StorageType.FILE,
             num_replicas=settings.replicas,
+            metadata=run_marker(settings.run_id, connected_version(nc)) or None,
         )
     )
     if spec.consumer == "pull":

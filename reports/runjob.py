@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from jetcheck.config import ConfigError, credential_environment
+from jetcheck.config import ConfigError, credential_environment, resolve_some
 from jetcheck.fixtures.target import Credentials
 from jetcheck.records import RESULTS_FILE
 from jetcheck.reports.build import build_report
@@ -42,11 +42,22 @@ class Step:
 
 
 def default_steps(
-    run_dir: Path, server_version: str | None = None, server: str = "local", credentials: Credentials | None = None
+    run_dir: Path,
+    server_version: str | None = None,
+    server: str = "local",
+    credentials: Credentials | None = None,
+    run_prefix: str | None = None,
 ) -> list[Step]:
     cli = [sys.executable, "-m", "jetcheck.cli"]
-    # the target travels as --server; its credentials, secrets included, in the environment only
-    server_args = ["--server", server, *(["--server-version", server_version] if server_version else [])]
+    # the target travels as --server; its credentials, secrets included, in the environment only; one run prefix
+    # names what both steps create (certify deletes all of its own before load claims the prefix)
+    server_args = [
+        "--run-prefix",
+        run_prefix or resolve_some(["run_prefix"], {}, os.environ)["run_prefix"],  # JETCHECK_RUN_PREFIX or fresh
+        "--server",
+        server,
+        *(["--server-version", server_version] if server_version else []),
+    ]
     env = credential_environment(credentials or Credentials())
     return [
         Step(

@@ -70,3 +70,12 @@ def test_redaction_helpers():
     assert redact_url("nats://tok@h:1") == f"nats://{REDACTED}@h:1"
     assert redact_url("nats://h:1") == "nats://h:1"
     assert redact_text("auth pw1 failed for pw12", ["pw1", "pw12", ""]) == f"auth {REDACTED} failed for {REDACTED}"
+
+
+def test_clean_previous_is_off_unless_asked():
+    """--clean-previous is a switch; its variable takes yes/no and refuses anything else in one line."""
+    assert resolve(cli={}, env={}).clean_previous is False
+    assert resolve(cli={"clean_previous": "yes"}, env={}).clean_previous is True
+    assert resolve(cli={}, env={"JETCHECK_CLEAN_PREVIOUS": "True"}).clean_previous is True
+    with pytest.raises(ConfigError, match=r"^JETCHECK_CLEAN_PREVIOUS: expected yes or no, not 'maybe'$"):
+        resolve(cli={}, env={"JETCHECK_CLEAN_PREVIOUS": "maybe"})

@@ -105,3 +105,14 @@ def test_a_url_target_reaches_both_steps_and_its_secrets_only_their_environment(
             "JETCHECK_PASSWORD": "s3cret-pw",
             "JETCHECK_TLS_CA": "/certs/ca.pem",
         }
+
+
+def test_both_steps_create_under_one_run_prefix(tmp_path, monkeypatch):
+    """certify and load get the same fresh --run-prefix (or JETCHECK_RUN_PREFIX), so one prefix names all the run
+    created on the target."""
+    certify, load = default_steps(tmp_path)
+    prefix = certify.argv[certify.argv.index("--run-prefix") + 1]
+    assert prefix.startswith("jc") and load.argv[load.argv.index("--run-prefix") + 1] == prefix
+    assert default_steps(tmp_path)[0].argv != certify.argv  # fresh for every run
+    monkeypatch.setenv("JETCHECK_RUN_PREFIX", "vendor1")
+    assert {step.argv[step.argv.index("--run-prefix") + 1] for step in default_steps(tmp_path)} == {"vendor1"}
