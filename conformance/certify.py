@@ -13,6 +13,7 @@ from pathlib import Path
 from jetcheck.config import OPTIONS, Config, add_option_arguments, cli_flag, resolve
 from jetcheck.fixtures.binaries import system_binary, wheel_binary
 from jetcheck.fixtures.errors import TargetError
+from jetcheck.fixtures.providers import refuse_tls_without_url
 from jetcheck.fixtures.target import Target, probe
 from jetcheck.records import JUNIT_FILE, RESULTS_FILE, STATUSES, SUBJECTS, CheckResult, read_results
 
@@ -39,7 +40,9 @@ def resolve_from_args(args: argparse.Namespace) -> Config:
 
 
 def preflight(cfg: Config) -> None:
-    """Fail with one clear line before pytest starts: unknown version, missing binary, unreachable target."""
+    """Fail with one clear line before pytest starts: unknown version, missing binary, unreachable target, a target
+    that does not speak the TLS asked for."""
+    refuse_tls_without_url(cfg.server, cfg.credentials())
     if cfg.server in ("local", "cluster"):
         wheel_binary(cfg.server_version, Path(cfg.server_cache) if cfg.server_cache else None)
     elif cfg.server == "system":

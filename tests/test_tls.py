@@ -50,6 +50,7 @@ class RecordingServer:
         self.received = bytearray()
         self.connections = 0
         self._server: asyncio.base_events.Server | None = None
+        self._handlers: set[asyncio.Task] = set()
 
     async def __aenter__(self) -> RecordingServer:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
@@ -59,17 +60,20 @@ class RecordingServer:
     async def __aexit__(self, *exc: object) -> None:
         self._server.close()
         await self._server.wait_closed()
+        await asyncio.gather(*self._handlers)  # each ends at the client's first bytes or EOF
 
     def url(self, scheme: str) -> str:
         return f"{scheme}://127.0.0.1:{self.port}"
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
-        writer.write(f"INFO {json.dumps(self.info)}\r\n".encode())
-        await writer.drain()
-        data = await reader.read(64 * 1024)
-        self.received += data
-        writer.transport.abort()
+        self._handlers.add(asyncio.current_task())
+        try:
+            writer.write(f"INFO {json.dumps(self.info)}\r\n".encode())
+            await writer.drain()
+            self.received += await reader.read(64 * 1024)
+        finally:
+            writer.transport.abort()
 
 
 async def jetcheck(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
