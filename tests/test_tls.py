@@ -21,8 +21,7 @@ from jetcheck.fixtures.binaries import wheel_binary
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.process import NatsServerProcess
 from jetcheck.fixtures.proxy import NatsProxy
-from jetcheck.fixtures import target as target_module
-from jetcheck.fixtures.target import Credentials, Target, probe
+from jetcheck.fixtures.target import Credentials, Target, TlsEnforcingClient, probe
 
 from .conftest import SERVER_VERSION, VENDOR_PASSWORD, self_signed
 
@@ -154,7 +153,7 @@ async def test_a_server_that_only_makes_tls_available_is_spoken_to_in_tls():
 async def test_the_last_guard_refuses_connect_over_plain_text_even_if_the_info_check_is_bypassed(monkeypatch):
     """Should the INFO check ever be skipped (a changed nats-py, a server changing its story), the client still
     refuses to write CONNECT on a connection that is not TLS."""
-    monkeypatch.setattr(target_module.TlsEnforcingClient, "_process_info", nats.NATS._process_info)
+    monkeypatch.setattr(TlsEnforcingClient, "_process_info", nats.NATS._process_info)
     async with RecordingServer() as server:
         with pytest.raises(TargetError, match="does not offer TLS"):
             await Target(server.url("tls"), Credentials(user="U", password=PASSWORD)).connect()
