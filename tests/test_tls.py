@@ -293,3 +293,20 @@ async def test_a_client_that_requires_tls_may_reach_the_server_through_the_proxy
         finally:
             await plain_proxy.stop()
     assert bytes(server.received) == b""
+
+
+@pytest.mark.asyncio
+async def test_a_terminating_proxy_speaks_tls_to_a_server_that_makes_it_optional(tls_optional_server):
+    """TLS required and only available upstream: the proxy upgrades its own leg rather than relay in plain text."""
+    server, cert = tls_optional_server
+    credentials = Credentials(tls_ca=str(cert))
+    proxy = await NatsProxy.for_url(server.url, upstream_tls=credentials.tls_context(), require_tls=True).start()
+    try:
+        nc = await Target(proxy.url, credentials).connect()
+        try:
+            assert (await probe(nc)).version
+        finally:
+            await nc.close()
+        assert (proxy.counters.tls_terminated, proxy.counters.tls_refused) == (1, 0)
+    finally:
+        await proxy.stop()
