@@ -15,6 +15,7 @@ from jetcheck.config import OPTIONS, Config, add_option_arguments, cli_flag, res
 from jetcheck.fixtures.binaries import system_binary, wheel_binary
 from jetcheck.fixtures.cleanup import claim_prefix
 from jetcheck.fixtures.errors import TargetError
+from jetcheck.fixtures.providers import refuse_tls_without_url
 from jetcheck.fixtures.target import Target, probe
 from jetcheck.records import JUNIT_FILE, RESULTS_FILE, RUN_FILE, STATUSES, CheckResult, read_results
 from jetcheck.verdict import FAILING, judge
@@ -47,7 +48,9 @@ def resolve_from_args(args: argparse.Namespace) -> Config:
 
 
 def preflight(cfg: Config) -> None:
-    """Fail with one clear line before pytest starts: unknown version, missing binary, unreachable target."""
+    """Fail with one clear line before pytest starts: unknown version, missing binary, unreachable target, a target
+    that does not speak the TLS asked for."""
+    refuse_tls_without_url(cfg.server, cfg.credentials())
     if cfg.server in ("local", "cluster"):
         wheel_binary(cfg.server_version, Path(cfg.server_cache) if cfg.server_cache else None)
     elif cfg.server == "system":

@@ -735,6 +735,6 @@ async def proxied(target: Target):
     """A fault-injection NatsProxy in front of the target (managed or URL), stopped after the check; it speaks the
     target's TLS itself, with the context the client would use, so faults reach TLS targets too."""
     tls = target.credentials.tls_context() or ssl.create_default_context()
-    proxy = await NatsProxy.for_url(target.url, upstream_tls=tls).start()
+    proxy = await NatsProxy.for_url(target.url, upstream_tls=tls, require_tls=target.tls_required).start()
     yield proxy
     await proxy.stop()

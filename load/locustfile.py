@@ -28,7 +28,7 @@ from locust.runners import MasterRunner, WorkerRunner
 
 from jetcheck.config import new_run_prefix, resolve_credentials
 from jetcheck.fixtures.cleanup import PrefixInUse, claim_prefix
-from jetcheck.fixtures.target import Target
+from jetcheck.fixtures.target import Target, speaks_tls
 from jetcheck.load import bridge, runfile
 from jetcheck.load.drivers import Driver, driver_class
 from jetcheck.load.monitor import MonitorSampler, default_monitor_url, reachable
@@ -295,6 +295,7 @@ def on_test_start(environment, **_kwargs) -> None:
             if not options.jetcheck_prefix_claimed:  # refused when the target already uses the prefix
                 await claim_prefix(nc, settings.prefix)
             await setup(settings, nc)
+            _run["tls"] = speaks_tls(nc)
             return str(nc._server_info.get("version", ""))
         finally:
             await nc.close()
@@ -371,6 +372,7 @@ def on_test_stop(environment, **_kwargs) -> None:
         duration_s=getattr(options, "run_time", None),
         server_url=redact_url(settings.server_url),
         server_version=options.jetcheck_server_version or _run.get("server_version", ""),
+        tls=_run.get("tls", False),
         start_ns=_run["start_ns"],
         end_ns=end_ns,
         server=counts,

@@ -33,6 +33,7 @@ def describe(
     duration_s: float | None,
     server_url: str,
     server_version: str,
+    tls: bool,
     start_ns: int,
     end_ns: int,
     server: dict[str, Any],
@@ -60,6 +61,7 @@ def describe(
         "max_inflight": settings.max_inflight,
         "server_url": server_url,
         "server_version": server_version,
+        "tls": tls,  # the transport the run's connections used (every one follows the same TLS rule)
         "start_ns": start_ns,
         "end_ns": end_ns,
         "clock": CLOCK_NOTE,

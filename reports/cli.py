@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from jetcheck.config import CREDENTIAL_OPTIONS, add_option_arguments, cli_flag, resolve_credentials, resolve_some
+from jetcheck.fixtures.providers import check_transport
 from jetcheck.reports import compare
 
 
@@ -39,13 +40,15 @@ def run_command(args: argparse.Namespace) -> int:
     from jetcheck.reports.runjob import main_job
 
     server = resolve_some(["server"], vars(args), os.environ, flag=cli_flag)["server"]
+    credentials = resolve_credentials(vars(args), os.environ, flag=cli_flag)
+    check_transport(server, credentials)  # before any step: a refused target is one line and exit 2
     return main_job(
         Path(args.out) if args.out else None,
         args.server_version,
         args.master,
         strict=args.strict,
         server=server,
-        credentials=resolve_credentials(vars(args), os.environ, flag=cli_flag),
+        credentials=credentials,
     )
 
 

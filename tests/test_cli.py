@@ -82,6 +82,7 @@ def test_vendor_server_with_tls_and_password_certifies(vendor_server, tmp_path):
     assert results
     # the R3 variant of the check-order rule needs a cluster: na on this single server
     assert {r.status for r in results if not r.message.startswith("needs a clustered target")} == {"pass"}
+    assert json.loads((tmp_path / "run.json").read_text())["server"]["tls"] is True, "run.json: the transport used"
     written = "".join(p.read_text() for p in tmp_path.iterdir() if p.is_file())
     assert VENDOR_PASSWORD not in written + proc.stdout + proc.stderr
 

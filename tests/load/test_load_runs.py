@@ -227,6 +227,7 @@ def test_a_vendor_server_with_tls_and_a_password_takes_load_and_the_password_sta
     assert_no_lost_records(summary)
     assert summary["ops"]["consume"]["ok"] > 0
     assert runfile.read(out)["deleted"], "the run's stream was not deleted"
+    assert runfile.read(out)["tls"] is True, "load.json does not record the TLS transport used"
     written = b"".join(p.read_bytes() for p in out.rglob("*") if p.is_file())
     assert VENDOR_PASSWORD.encode() not in written
     assert VENDOR_PASSWORD not in printed.out + printed.err
