@@ -315,13 +315,13 @@ def server_version_for(
     flag: Callable[[Option], str] = lambda option: option.flag,
 ) -> str:
     """The release to install and run for local and cluster; "" for the system's server or a URL, which run the
-    version they run (and report it): a version given for them explicitly would be silently ignored, so it is
-    refused."""
+    version they run (and report it). A version given for them on the command line would be silently ignored, so
+    it is refused; one in the environment or an ini file (set for other runs, e.g. by tox) is not used."""
     option, ini = OPTION_BY_NAME["server_version"], ini or {}
     if server in VERSIONED_SERVERS:
         return _resolve_one(option, cli, env, ini, flag)
     where, _raw = _given(option, cli, env, ini, flag)
-    if where != "default":
+    if where == flag(option):
         raise ConfigError(
             f"{where}: a server version applies to the servers jetcheck installs ({', '.join(VERSIONED_SERVERS)}); "
             f"{redact_url(server)} runs the version it runs: drop {where}"
