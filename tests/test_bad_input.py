@@ -10,7 +10,8 @@ import json
 
 import pytest
 
-from jetcheck.cli import build_parser, main, validate
+from jetcheck import cli
+from jetcheck.cli import build_parser, main
 from jetcheck.config import resolve
 from jetcheck.load import cli as load_cli
 from jetcheck.records import RESULTS_FILE, RUN_FILE, CheckResult
@@ -165,6 +166,6 @@ def test_processes_without_users_gives_each_process_a_user(capsys):
 
 def test_validate_stops_before_anything_starts(capsys):
     """validate() accepts good options without starting a server (a closed port would otherwise refuse them)."""
-    assert validate(["load", "--scenario", "mixed", "--server", CLOSED]) == 0
-    assert validate(["certify", "--server", CLOSED]) == 0
+    assert cli.validate(["load", "--scenario", "mixed", "--server", CLOSED]) == 0
+    assert cli.validate(["certify", "--server", CLOSED]) == 0
     assert capsys.readouterr().err == ""
