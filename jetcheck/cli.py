@@ -25,7 +25,16 @@ class Parser(argparse.ArgumentParser):
         self._negative_number_matcher = re.compile(r"^-\.?\d")
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"jetcheck: {message.removeprefix('argument ')}\n")
+        self.exit(2, f"jetcheck: {one_line(message.removeprefix('argument '))}\n")
+
+
+# line breaks (for str.splitlines, terminals and log readers) and other control characters
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(message: str) -> str:
+    """`message` with control characters escaped: a value quoted from the input cannot break the line."""
+    return _CONTROL.sub(lambda match: repr(match.group())[1:-1], message)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,11 +59,11 @@ def _guarded(work: Callable[[], int]) -> int:
     except SystemExit as exc:  # argparse: --help, --version, or its one-line error
         return exc.code if isinstance(exc.code, int) else 2
     except TargetError as exc:
-        print(f"jetcheck: {redact_url(str(exc))}", file=sys.stderr)
+        print(f"jetcheck: {one_line(redact_url(str(exc)))}", file=sys.stderr)
         return 2
     except OSError as exc:  # a file or folder named in the input that cannot be read or written
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"jetcheck: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(f"jetcheck: {one_line(f'{where}{exc.strerror or exc}')}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("jetcheck: interrupted", file=sys.stderr)
