@@ -54,18 +54,40 @@ def validate_report(args: argparse.Namespace) -> None:
     _refuse_file(args.out, "--out")
 
 
+# Spark's error for a file it cannot read, e.g. a Parquet log whose pages are corrupt (its footer, checked by
+# validate_report, was intact)
+_SPARK_READ_FAILURE = re.compile(r"FAILED_READ_FILE.*?reading file (?:file:)?(?P<path>\S+?)\.?\s", re.DOTALL)
+
+
+def spark_read_failure(exc: Exception) -> str | None:
+    """One line for Spark failing to read an input file, or None when `exc` is not that."""
+    text = str(exc)
+    match = _SPARK_READ_FAILURE.search(text)
+    if match is None:
+        return None
+    causes = re.findall(r"Caused by: (?:[\w.$]+: )?(.+)", text)
+    path = re.sub(r"^/+", "/", match.group("path"))
+    return f"{path}: Spark could not read it ({causes[-1].strip() if causes else 'corrupt file'})"
+
+
 def report_command(args: argparse.Namespace) -> int:
     from jetcheck.reports.build import build_report
 
     validate_report(args)
-    outcome = build_report(
-        args.inputs,
-        out=Path(args.out) if args.out else None,
-        baseline=args.baseline,
-        master=args.master,
-        throughput_drop=args.max_throughput_drop,
-        p99_rise=args.max_p99_rise,
-    )
+    try:
+        outcome = build_report(
+            args.inputs,
+            out=Path(args.out) if args.out else None,
+            baseline=args.baseline,
+            master=args.master,
+            throughput_drop=args.max_throughput_drop,
+            p99_rise=args.max_p99_rise,
+        )
+    except Exception as exc:  # only Spark's own read failure is bad input; anything else stays a bug to see
+        failure = spark_read_failure(exc)
+        if failure is None:
+            raise
+        raise ConfigError(failure) from None
     print(outcome.index.resolve())
     return 1 if outcome.regressions else 0
 
