@@ -46,11 +46,6 @@ def _server(value: str) -> str:
     )
 
 
-def is_url_target(server: str) -> bool:
-    """True for a --server someone else runs (a nats:// or tls:// URL), which jetcheck neither picks nor starts."""
-    return server not in MANAGED_SERVERS
-
-
 def _version(value: str) -> str:
     if not re.fullmatch(r"\d+\.\d+\.\d+", value):
         raise ConfigError(f"server version must be X.Y.Z, not {value!r}")
@@ -64,6 +59,9 @@ def _prefix(value: str) -> str:
     return value
 
 
+MAX_SECONDS = 7 * 24 * 3600.0  # a week: longer timeouts or runs are typing mistakes, and overflow timers
+
+
 def _positive_float(value: str) -> float:
     try:
         number = float(value)
@@ -72,9 +70,6 @@ def _positive_float(value: str) -> float:
     if not 0 < number <= MAX_SECONDS:  # also refuses nan and inf
         raise ConfigError(f"expected a positive number of seconds up to {MAX_SECONDS:g}, not {value!r}")
     return number
-
-
-MAX_SECONDS = 7 * 24 * 3600.0  # a week: longer timeouts or runs are typing mistakes, and overflow timers
 
 
 def integer(low: int, high: int | None = None, what: str = "number") -> Callable[[str], int]:
