@@ -36,13 +36,24 @@ class Rule:
 
 
 def parse_area(text: str, origin: str) -> list[Rule]:
-    data = tomllib.loads(text)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"{origin}: not valid TOML: {exc}") from None
     area = data.get("area")
-    if not area:
+    if not area or not isinstance(area, str):
         raise CatalogError(f"{origin}: missing top-level 'area'")
     rules = []
-    for entry in data.get("rule", []):
-        rule = Rule(area=area, **entry)
+    entries = data.get("rule", [])
+    if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
+        raise CatalogError(f"{origin}: rules must be [[rule]] tables")
+    for entry in entries:
+        try:
+            rule = Rule(area=area, **entry)
+        except TypeError:  # a missing or unknown key
+            raise CatalogError(f"{origin}: a [[rule]] needs exactly the keys of Rule, not {sorted(entry)}") from None
+        if not all(isinstance(value, str) for value in vars(rule).values()):
+            raise CatalogError(f"{origin}: {rule.id!r}: every value of a rule is a string")
         if not _ID.match(rule.id) or not rule.id.startswith(area + "."):
             raise CatalogError(f"{origin}: rule id {rule.id!r} must look like '{area}.some-rule'")
         if rule.level not in LEVELS:

@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_option_arguments(parser, [option.name for option in CLI_OPTIONS])
     parser.add_argument("--out", default="jetcheck-results", help="result directory (default: %(default)s)")
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then extra pytest arguments")
-    parser.set_defaults(func=certify_command)
+    parser.set_defaults(func=certify_command, validate=resolve_from_args)
 
 
 def resolve_from_args(args: argparse.Namespace) -> Config:

@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from jetcheck.config import OPTION_BY_NAME, ConfigError
 from jetcheck.fixtures.binaries import binary_version, system_binary
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.records import RESULTS_FILE, STATUSES, CheckResult, read_results
@@ -29,7 +30,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--versions", default=",".join(DEFAULT_VERSIONS), help="comma-separated (%(default)s)")
     parser.add_argument("--out", default="jetcheck-runs/matrix", help="directory for the result sets")
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then extra pytest arguments")
-    parser.set_defaults(func=matrix_command)
+    parser.set_defaults(func=matrix_command, validate=validate)
+
+
+def validate(args: argparse.Namespace) -> dict[str, list[str]]:
+    """Each version's certify arguments, checked before the first certify: every version X.Y.Z, none twice, each
+    reachable (the wheel, or the system's server for older ones); --out a folder."""
+    versions = [v.strip() for v in args.versions.split(",") if v.strip()]
+    if not versions:
+        raise ConfigError(f"--versions: expected comma-separated X.Y.Z versions, not {args.versions!r}")
+    parse = OPTION_BY_NAME["server_version"].parse
+    for version in versions:
+        try:
+            parse(version)
+        except ConfigError as exc:
+            raise ConfigError(f"--versions: {exc}") from None
+    twice = sorted({v for v in versions if versions.count(v) > 1})
+    if twice:
+        raise ConfigError(f"--versions: {', '.join(twice)} given more than once")
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise ConfigError(f"--out: {args.out} exists and is not a directory")
+    return {version: server_arguments(version) for version in versions}
 
 
 def server_arguments(version: str) -> list[str]:
@@ -79,7 +100,8 @@ def differences(by_version: dict[str, list[CheckResult]]) -> list[str]:
 
 
 def matrix_command(args: argparse.Namespace) -> int:
-    versions = [v.strip() for v in args.versions.split(",") if v.strip()]
+    arguments = validate(args)
+    versions = list(arguments)
     out = Path(args.out)
     by_version: dict[str, list[CheckResult]] = {}
     exit_status = 0
@@ -90,7 +112,7 @@ def matrix_command(args: argparse.Namespace) -> int:
             "-m",
             "jetcheck.cli",
             "certify",
-            *server_arguments(version),
+            *arguments[version],
             "--out",
             str(out / version),
             *args.pytest_args,

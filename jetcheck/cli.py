@@ -4,11 +4,37 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
+from collections.abc import Callable
+from typing import NoReturn
 
 from jetcheck import __version__
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.redact import redact_url
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with bad input as one `jetcheck: ` line and exit 2 (not a usage block), and option values that
+    start with a minus and a digit (`--duration -5s`) taken as values, so that their own check says what is
+    wrong with them instead of argparse reporting a missing argument."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # argparse's own pattern knows only plain negative numbers (-5, -.5), not -5s or -1e3
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"jetcheck: {one_line(message.removeprefix('argument '))}\n")
+
+
+# line breaks (for str.splitlines, terminals and log readers) and other control characters
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(message: str) -> str:
+    """`message` with control characters escaped: a value quoted from the input cannot break the line."""
+    return _CONTROL.sub(lambda match: repr(match.group())[1:-1], message)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -16,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     from jetcheck.load import cli as load_cli
     from jetcheck.reports import cli as reports_cli
 
-    parser = argparse.ArgumentParser(prog="jetcheck", description="Conformance and load testing for NATS JetStream.")
+    parser = Parser(prog="jetcheck", description="Conformance and load testing for NATS JetStream.")
     parser.add_argument("--version", action="version", version=f"jetcheck {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     certify.register(subparsers)
@@ -26,19 +52,46 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    # nats-py's TLS transport makes asyncio warn on every closed TLS connection; that noise is not the user's.
-    logging.getLogger("asyncio").setLevel(logging.ERROR)
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def _guarded(work: Callable[[], int]) -> int:
+    """Run `work`; a problem with the user's input or target is one line on stderr and exit 2."""
     try:
-        return args.func(args)
+        return work()
+    except SystemExit as exc:  # argparse: --help, --version, or its one-line error
+        return exc.code if isinstance(exc.code, int) else 2
     except TargetError as exc:
-        print(f"jetcheck: {redact_url(str(exc))}", file=sys.stderr)
+        print(f"jetcheck: {one_line(redact_url(str(exc)))}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a file or folder named in the input that cannot be read or written
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"jetcheck: {one_line(f'{where}{exc.strerror or exc}')}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("jetcheck: interrupted", file=sys.stderr)
         return 130
+
+
+def validate(argv: list[str]) -> int:
+    """Parse and check `argv` as `main` does, stopping before the command's first step (nothing is started,
+    installed or written): 0 when it would run, else main's exit status (2 for bad input) and its line on stderr.
+    Each command's `validate` is the first thing its `func` does."""
+
+    def parse_and_validate() -> int:
+        args = build_parser().parse_args(argv)
+        args.validate(args)
+        return 0
+
+    return _guarded(parse_and_validate)
+
+
+def main(argv: list[str] | None = None) -> int:
+    # nats-py's TLS transport makes asyncio warn on every closed TLS connection; that noise is not the user's.
+    logging.getLogger("asyncio").setLevel(logging.ERROR)
+
+    def parse_and_run() -> int:
+        args = build_parser().parse_args(argv)
+        return args.func(args)
+
+    return _guarded(parse_and_run)
 
 
 if __name__ == "__main__":

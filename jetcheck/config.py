@@ -22,6 +22,7 @@ from jetcheck.fixtures.target import Credentials
 from jetcheck.redact import REDACTED, redact_url
 
 MANAGED_SERVERS = ("local", "system", "cluster")  # the --server values for servers the suite runs itself
+VERSIONED_SERVERS = ("local", "cluster")  # the ones whose release --server-version picks
 
 
 class ConfigError(TargetError):
@@ -32,6 +33,12 @@ def _server(value: str) -> str:
     if value in MANAGED_SERVERS:
         return value
     parts = urlsplit(value)
+    try:
+        parts.port  # noqa: B018 -- urlsplit checks the port only when asked for it
+    except ValueError:
+        raise ConfigError(
+            f"server URL has a port that is not a number from 0 to 65535: {redact_url(value)!r}"
+        ) from None
     if parts.scheme in ("nats", "tls") and parts.hostname:
         return value
     raise ConfigError(
@@ -59,14 +66,60 @@ def _yes_no(value: str) -> bool:
     return words[value.lower()]
 
 
+MAX_SECONDS = 7 * 24 * 3600.0  # a week: longer timeouts or runs are typing mistakes, and overflow timers
+
+
 def _positive_float(value: str) -> float:
     try:
         number = float(value)
     except ValueError:
         raise ConfigError(f"expected a number of seconds, not {value!r}") from None
-    if number <= 0:
-        raise ConfigError(f"expected a positive number of seconds, not {value!r}")
+    if not 0 < number <= MAX_SECONDS:  # also refuses nan and inf
+        raise ConfigError(f"expected a positive number of seconds up to {MAX_SECONDS:g}, not {value!r}")
     return number
+
+
+def integer(low: int, high: int | None = None, what: str = "number") -> Callable[[str], int]:
+    """A parser for a whole number from `low` to `high` (inclusive; no upper bound when None)."""
+
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise ConfigError(f"expected a whole {what}, not {value!r}") from None
+        if number < low or (high is not None and number > high):
+            bounds = f"at least {low}" if high is None else f"from {low} to {high}"
+            raise ConfigError(f"expected a {what} {bounds}, not {value!r}")
+        return number
+
+    return parse
+
+
+def positive_rate(value: str) -> float:
+    """Operations per second for an open-loop load: a positive, finite number."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise ConfigError(f"expected a number of operations per second, not {value!r}") from None
+    if not 0 < number < float("inf"):
+        raise ConfigError(
+            f"expected a positive number of operations per second, not {value!r} (omit it, or give --max, for a "
+            "closed-loop run)"
+        )
+    return number
+
+
+def argument_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An option parser as an argparse `type`: its ConfigError becomes argparse's one-line usage error."""
+
+    def convert(value: str) -> Any:
+        try:
+            return parse(value)
+        except ConfigError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = getattr(parse, "__name__", "value")
+    return convert
 
 
 def _choice(*allowed: str) -> Callable[[str], str]:
@@ -91,6 +144,43 @@ def _client(value: str) -> str:
 def _existing_file(value: str) -> str:
     if value and not Path(value).is_file():
         raise ConfigError(f"no such file: {value}")
+    return value
+
+
+_MAX_KEY_FILE = 64 * 1024  # a seed or creds file is a few hundred bytes
+# An nkey seed: 'S', the key type, then base32 (58 characters in all).
+_NKEY_SEED = re.compile(r"S[A-Z][A-Z2-7]{56}")
+
+
+def _key_file_text(value: str) -> str:
+    _existing_file(value)
+    try:
+        with open(value, "rb") as fh:
+            return fh.read(_MAX_KEY_FILE).decode("ascii")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{value} is not a text file") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {value}: {exc.strerror}") from None
+
+
+def _nkey_seed_file(value: str) -> str:
+    # the contents are a secret: say what is wrong without echoing them
+    if value and not _NKEY_SEED.fullmatch(_key_file_text(value).strip()):
+        raise ConfigError(f"{value} does not hold an nkey seed (one line of 58 characters starting with S)")
+    return value
+
+
+def _creds_file(value: str) -> str:
+    if value:
+        text = _key_file_text(value)
+        if "BEGIN NATS USER JWT" not in text or not _NKEY_SEED.search(text):
+            raise ConfigError(f"{value} is not a NATS credentials file (a user JWT and an nkey seed block)")
+    return value
+
+
+def _directory(value: str) -> str:
+    if Path(value).exists() and not Path(value).is_dir():
+        raise ConfigError(f"{value} exists and is not a directory")
     return value
 
 
@@ -133,16 +223,21 @@ OPTIONS: tuple[Option, ...] = (
         lambda: "local",
         _server,
     ),
-    Option("server_version", "nats-server release for --jetcheck-server=local", lambda: DEFAULT_VERSION, _version),
+    Option(
+        "server_version",
+        "nats-server release for --jetcheck-server=local or cluster (not for a URL, whose server says its version)",
+        lambda: DEFAULT_VERSION,
+        _version,
+    ),
     Option("user", "user name for the target", lambda: ""),
     Option("password", "password for the target", lambda: "", secret=True),
     Option("token", "authentication token for the target", lambda: "", secret=True),
-    Option("nkey_seed", "file holding an nkey seed", lambda: "", _existing_file),
-    Option("creds", "NATS credentials file (JWT + seed)", lambda: "", _existing_file),
+    Option("nkey_seed", "file holding an nkey seed", lambda: "", _nkey_seed_file),
+    Option("creds", "NATS credentials file (JWT + seed)", lambda: "", _creds_file),
     Option("tls_ca", "CA certificate file to verify the target", lambda: "", _existing_file),
     Option("tls_cert", "client certificate file", lambda: "", _existing_file),
     Option("tls_key", "client key file", lambda: "", _existing_file),
-    Option("out", "directory for results.jsonl and run.json", lambda: "jetcheck-results"),
+    Option("out", "directory for results.jsonl and run.json", lambda: "jetcheck-results", _directory),
     Option(
         "run_prefix",
         "prefix of every stream, consumer and bucket this run creates; refused if streams on the target already "
@@ -166,7 +261,7 @@ OPTIONS: tuple[Option, ...] = (
         _choice("fast", "thorough"),
     ),
     Option("client", "client under test: " + ", ".join(CLIENTS), lambda: "nats-py", _client),
-    Option("server_cache", "directory where nats-server releases are installed side by side", lambda: ""),
+    Option("server_cache", "directory where nats-server releases are installed side by side", lambda: "", _directory),
 )
 OPTION_BY_NAME = {option.name: option for option in OPTIONS}
 # how to authenticate to a URL target and trust it; the same names as the fields of fixtures.target.Credentials
@@ -225,7 +320,41 @@ def resolve(
 ) -> Config:
     """Resolve every option once. `cli` and `ini` are keyed by option name; `env` is the process environment;
     `flag` names an option's command-line flag in error messages."""
-    return Config(**{option.name: _resolve_one(option, cli, env, ini or {}, flag) for option in OPTIONS})
+    values = {option.name: _resolve_one(option, cli, env, ini or {}, flag) for option in OPTIONS}
+    values["server_version"] = server_version_for(values["server"], cli, env, ini or {}, flag)
+    _check_tls_files(Credentials(**{name: values[name] for name in CREDENTIAL_OPTIONS}), flag)
+    return Config(**values)
+
+
+def server_version_for(
+    server: str,
+    cli: Mapping[str, str | None],
+    env: Mapping[str, str],
+    ini: Mapping[str, str | None] | None = None,
+    flag: Callable[[Option], str] = lambda option: option.flag,
+) -> str:
+    """The release to install and run for local and cluster; "" for the system's server or a URL, which run the
+    version they run (and report it). A version given for them on the command line would be silently ignored, so
+    it is refused; one in the environment or an ini file (set for other runs, e.g. by tox) is not used."""
+    option, ini = OPTION_BY_NAME["server_version"], ini or {}
+    if server in VERSIONED_SERVERS:
+        return _resolve_one(option, cli, env, ini, flag)
+    where, _raw = _given(option, cli, env, ini, flag)
+    if where == flag(option):
+        raise ConfigError(
+            f"{where}: a server version applies to the servers jetcheck installs ({', '.join(VERSIONED_SERVERS)}); "
+            f"{redact_url(server)} runs the version it runs: drop {where}"
+        )
+    return ""
+
+
+def _check_tls_files(credentials: Credentials, flag: Callable[[Option], str]) -> None:
+    """Load the TLS files now, so a file that is not a certificate or key is one line before anything starts."""
+    try:
+        credentials.tls_context()
+    except TargetError as exc:
+        where = flag(OPTION_BY_NAME["tls_ca" if str(exc).startswith("TLS CA") else "tls_cert"])
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def resolve_some(
@@ -241,7 +370,9 @@ def resolve_some(
 def resolve_credentials(
     cli: Mapping[str, str | None], env: Mapping[str, str], flag: Callable[[Option], str] = lambda option: option.flag
 ) -> Credentials:
-    return Credentials(**resolve_some(CREDENTIAL_OPTIONS, cli, env, flag))
+    credentials = Credentials(**resolve_some(CREDENTIAL_OPTIONS, cli, env, flag))
+    _check_tls_files(credentials, flag)
+    return credentials
 
 
 def credential_environment(credentials: Credentials) -> dict[str, str]:
@@ -256,6 +387,21 @@ def _resolve_one(
     ini: Mapping[str, str | None],
     flag: Callable[[Option], str],
 ) -> Any:
+    where, raw = _given(option, cli, env, ini, flag)
+    try:
+        return option.parse(str(raw))
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _given(
+    option: Option,
+    cli: Mapping[str, str | None],
+    env: Mapping[str, str],
+    ini: Mapping[str, str | None],
+    flag: Callable[[Option], str],
+) -> tuple[str, Any]:
+    """Where the option's value comes from (a flag, a variable, an ini key or "default") and the raw value."""
     given = [
         (where, raw)
         for where, raw in (
@@ -265,11 +411,7 @@ def _resolve_one(
         )
         if raw not in (None, "")
     ]
-    where, raw = given[0] if given else ("default", option.default())
-    try:
-        return option.parse(str(raw))
-    except ConfigError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
+    return given[0] if given else ("default", option.default())
 
 
 def cli_flag(option: Option) -> str:

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from jetcheck.fixtures.errors import TargetError
 
 STATUSES = ("pass", "fail", "error", "na", "skip")
 LEVELS = ("MUST", "SHOULD")
@@ -30,6 +32,10 @@ OPS_DIR = "ops"  # ops/ops-<pid>-<n>.parquet
 SAMPLES_DIR = "samples"  # samples/samples-<n>.parquet
 OPS_GLOB = "ops-*.parquet"
 SAMPLES_GLOB = "samples-*.parquet"
+
+
+class BadResultsError(TargetError):
+    """A results file holds something that is not a check result; the message names the file and line."""
 
 
 @dataclass(frozen=True)
@@ -67,11 +73,54 @@ class CheckResult:
         return cls(**{k: v for k, v in data.items() if k in names})
 
 
+# The JSON type each field of a results.jsonl line must have (bool is an int to Python, so it is refused apart).
+_RESULT_TYPES: dict[str, type | tuple[type, ...]] = {
+    "duration_s": (int, float),
+    "client": dict,
+    "observed": dict,
+}
+
+
+def _check_result_fields(data: Any) -> str:
+    """Why a decoded results.jsonl line is not a CheckResult, or "" when it is one."""
+    if not isinstance(data, dict):
+        return f"expected a JSON object, not {type(data).__name__}"
+    fields = CheckResult.__dataclass_fields__
+    missing = [name for name, spec in fields.items() if spec.default is MISSING and spec.default_factory is MISSING]
+    missing = [name for name in missing if name not in data]
+    if missing:
+        return f"missing field(s) {', '.join(missing)}"
+    for name in fields:
+        if name not in data:
+            continue
+        expected = _RESULT_TYPES.get(name, str)
+        value = data[name]
+        if isinstance(value, bool) or not isinstance(value, expected):
+            return f"field {name} is {type(value).__name__}, not {getattr(expected, '__name__', 'a number')}"
+    if not all(isinstance(v, str) for v in data["client"].values()):
+        return "field client must map names to strings"
+    if data["status"] not in STATUSES:
+        return f"status {data['status']!r} is not one of {', '.join(STATUSES)}"
+    return ""
+
+
 def read_results(path: Path) -> Iterator[CheckResult]:
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                yield CheckResult.from_dict(json.loads(line))
+    """The results of `path`; a line that is not a result raises BadResultsError naming the file and line."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for number, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    data = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise BadResultsError(f"{path}:{number}: not a JSON line ({exc.msg})") from None
+                problem = _check_result_fields(data)
+                if problem:
+                    raise BadResultsError(f"{path}:{number}: not a check result: {problem}")
+                yield CheckResult.from_dict(data)
+    except UnicodeDecodeError as exc:
+        raise BadResultsError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
 def write_results(path: Path, results: Iterable[CheckResult]) -> None:

@@ -20,18 +20,25 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from jetcheck.config import (
     CREDENTIAL_OPTIONS,
     CREDENTIAL_VARIABLES,
+    MANAGED_SERVERS,
+    MAX_SECONDS,
+    OPTION_BY_NAME,
     ConfigError,
     add_option_arguments,
+    argument_type,
     cli_flag,
     credential_environment,
+    integer,
+    positive_rate,
     resolve_credentials,
     resolve_some,
+    server_version_for,
 )
-from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.fixtures.cleanup import claim_prefix
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.providers import provider_for
@@ -40,25 +47,40 @@ from jetcheck.records import LOAD_FILE
 from jetcheck.redact import redact_url
 
 from . import runfile, summary
-from .monitor import default_monitor_url
+from .monitor import default_monitor_url, reachable
 from .scenarios import SCENARIOS, LoadSettings, scenario, setup, teardown
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")  # a path, not an import: Locust monkey-patches on import
 GRACE_S = 120.0  # setup (prefill), drain and teardown on top of the run time
 MAX_DEFAULT_PROCESSES = 8
 PREFIX_OPTIONS = ("run_prefix", "clean_previous")
+MAX_PAYLOAD = 64 * 1024 * 1024  # nats-server's largest max_payload
+MAX_REPLICAS = 5  # JetStream's
 
 
 def parse_duration(text: str) -> float:
     """'30s', '2m', '1h', '1m30s' or plain seconds."""
+    if text.strip().startswith("-"):
+        raise ConfigError(f"duration must be positive, not {text!r}")
     match = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s?)?", text.strip())
     if not text.strip() or not match or not any(match.groups()):
         raise ConfigError(f"duration must look like 30s, 2m or 1h, not {text!r}")
     hours, minutes, seconds = match.groups()
     total = int(hours or 0) * 3600 + int(minutes or 0) * 60 + float(seconds or 0)
-    if total <= 0:
-        raise ConfigError(f"duration must be positive, not {text!r}")
+    if not 0 < total <= MAX_SECONDS:
+        raise ConfigError(f"duration must be positive and at most {MAX_SECONDS / 3600:g}h, not {text!r}")
     return total
+
+
+def _monitor_url(value: str) -> str:
+    parts = urlsplit(value)
+    try:
+        parts.port  # noqa: B018 -- urlsplit checks the port only when asked for it
+    except ValueError:
+        raise ConfigError(f"monitoring URL port must be a number from 0 to 65535, not {value!r}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"monitoring URL must look like http://host:8222, not {value!r}")
+    return value.rstrip("/")
 
 
 def register(subparsers) -> None:
@@ -70,55 +92,106 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--scenario", required=True, choices=list(SCENARIOS), help="what the users do")
     pacing = parser.add_mutually_exclusive_group()
-    pacing.add_argument("--rate", type=float, default=0.0, help="open loop: total target ops/s over all publishers")
+    pacing.add_argument(
+        "--rate",
+        type=argument_type(positive_rate),
+        default=0.0,
+        help="open loop: total target ops/s over all publishers",
+    )
     pacing.add_argument("--max", action="store_true", help="closed loop: as fast as possible (the default)")
-    parser.add_argument("--duration", default="30s", help="run time, e.g. 30s, 2m (default 30s)")
-    parser.add_argument("--users", type=int, default=1, help="Locust users over all processes (default 1)")
+    parser.add_argument(
+        "--duration", type=argument_type(parse_duration), default="30s", help="run time, e.g. 30s, 2m (default 30s)"
+    )
+    users = argument_type(integer(1, what="number of users"))
+    parser.add_argument(
+        "--users",
+        type=users,
+        default=None,
+        help="Locust users over all processes (default: --consumers + 1 in mixed/end-to-end, else --processes or 1)",
+    )
     parser.add_argument(
         "--processes",
-        type=int,
+        type=argument_type(integer(1, what="number of processes")),
         default=None,
         help="Locust processes (default 1; for scenarios with publishers and consumers one per user, up to "
         f"{MAX_DEFAULT_PROCESSES}, so the roles do not share an event loop)",
     )
-    parser.add_argument("--consumers", type=int, default=1, help="consuming users in mixed/end-to-end (default 1)")
-    parser.add_argument("--payload", type=int, default=128, help="payload bytes (default 128)")
-    parser.add_argument("--max-inflight", type=int, default=1000, help="outstanding ops per user (default 1000)")
-    parser.add_argument("--prefill", type=int, default=50_000, help="messages prefilled for consume scenarios")
+    parser.add_argument("--consumers", type=users, default=1, help="consuming users in mixed/end-to-end (default 1)")
     parser.add_argument(
-        "--replicas", type=int, default=1, help="replicas of the run's stream or bucket (e.g. 3 with --server cluster)"
+        "--payload",
+        type=argument_type(integer(0, MAX_PAYLOAD, "payload size in bytes")),
+        default=128,
+        help="payload bytes (default 128)",
     )
     parser.add_argument(
-        "--server", default="local", help="local (embedded), system, cluster (3 embedded nodes) or nats://host:port"
+        "--max-inflight",
+        type=argument_type(integer(1, what="number of outstanding operations")),
+        default=1000,
+        help="outstanding ops per user (default 1000)",
     )
-    parser.add_argument("--server-version", default=DEFAULT_VERSION, help="nats-server release for --server local")
-    parser.add_argument("--monitor", default="", help="monitoring URL of a remote server (default host:8222)")
+    parser.add_argument(
+        "--prefill",
+        type=argument_type(integer(0, what="number of messages")),
+        default=50_000,
+        help="messages prefilled for consume scenarios",
+    )
+    parser.add_argument(
+        "--replicas",
+        type=argument_type(integer(1, MAX_REPLICAS, "number of replicas")),
+        default=1,
+        help="replicas of the run's stream or bucket (e.g. 3 with --server cluster)",
+    )
+    parser.add_argument(
+        "--server",
+        type=argument_type(OPTION_BY_NAME["server"].parse),
+        default="local",
+        help="local (embedded), system, cluster (3 embedded nodes) or nats://host:port",
+    )
+    parser.add_argument(
+        "--server-version",
+        type=argument_type(OPTION_BY_NAME["server_version"].parse),
+        default=None,
+        help="nats-server release for --server local or cluster",
+    )
+    parser.add_argument(
+        "--monitor",
+        type=argument_type(_monitor_url),
+        default=None,
+        help="monitoring URL of a URL --server (default host:8222); an explicit one must answer",
+    )
     add_option_arguments(parser, CREDENTIAL_OPTIONS)  # for a nats:// or tls:// --server, as `jetcheck certify`
     add_option_arguments(parser, PREFIX_OPTIONS)
     parser.add_argument("--out", default="", help="output directory (default jetcheck-load/<run id>)")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, validate=_validate)
 
 
 def _validate(args) -> float:
+    """Check the options together and fill in the defaults that depend on others (users, processes, server
+    version); nothing is started. The run time in seconds. Calling it again changes nothing."""
     spec = scenario(args.scenario)
-    if args.rate < 0:
-        raise ConfigError("--rate must be positive")
     if args.rate and not spec.paced:
         raise ConfigError(
             f"{spec.name} consumes a prefilled stream as fast as it can; --rate applies to scenarios "
             "that publish (e.g. mixed, end-to-end)"
         )
+    both_roles = bool(spec.publisher and spec.consumer)
+    if args.users is None:
+        # enough users for every consumer plus a publisher, and for every process asked for
+        args.users = max(args.consumers + 1 if both_roles else 1, args.processes or 1)
     if args.processes is None:
         args.processes = default_processes(spec, args.users)
-    if args.replicas < 1:
-        raise ConfigError("--replicas must be at least 1")
-    if args.users < 1 or args.processes < 1:
-        raise ConfigError("--users and --processes must be at least 1")
     if args.processes > args.users:
         raise ConfigError("--processes cannot exceed --users (each process runs whole users)")
-    if spec.publisher and spec.consumer and args.consumers >= args.users:
+    if both_roles and args.consumers >= args.users:
         raise ConfigError(f"{spec.name} needs publishers too: --users must exceed --consumers")
-    return parse_duration(args.duration)
+    cli = vars(args)
+    args.server_version = server_version_for(args.server, cli, os.environ, flag=cli_flag)
+    if args.monitor and args.server in MANAGED_SERVERS:
+        raise ConfigError(f"--monitor applies to a URL --server; jetcheck monitors the {args.server} server itself")
+    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise ConfigError(f"--out: {args.out} exists and is not a directory")
+    resolve_credentials(cli, os.environ, flag=cli_flag)
+    return args.duration
 
 
 def default_processes(spec, users: int) -> int:
@@ -219,6 +292,8 @@ async def _teardown(target: Target, settings: LoadSettings) -> None:
 
 def run(args) -> int:
     duration_s = _validate(args)
+    if args.monitor and not reachable(args.monitor):
+        raise TargetError(f"--monitor {args.monitor} does not answer /varz: no server samples could be recorded")
     credentials = resolve_credentials(vars(args), os.environ, flag=cli_flag)
     run_id = "load-" + secrets.token_hex(4)
     chosen = resolve_some(PREFIX_OPTIONS, vars(args), os.environ, flag=cli_flag)
@@ -244,6 +319,8 @@ def run(args) -> int:
         version = asyncio.run(_prepare(target, settings, chosen["clean_previous"]))
         out.mkdir(parents=True, exist_ok=True)  # only once the target has answered
         monitor = target.process.monitor_url if target.process else (args.monitor or default_monitor_url(target.url))
+        if not target.process and not args.monitor and not reachable(monitor):
+            print(f"jetcheck load: nothing answers at {monitor}: no server samples (give --monitor URL)", flush=True)
         cmd = locust_command(args, duration_s, out, run_id, prefix, monitor, version)
         # the URL (which may carry credentials) and the credentials travel in the environment, not on the command
         # line; a server the suite started itself takes none

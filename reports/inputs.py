@@ -10,12 +10,15 @@ from typing import Any
 from jetcheck.config import ConfigError
 from jetcheck.records import (
     LOAD_FILE,
+    OP_FIELDS,
     OPS_DIR,
     OPS_GLOB,
     RESULTS_FILE,
     RUN_FILE,
+    SAMPLE_FIELDS,
     SAMPLES_DIR,
     SAMPLES_GLOB,
+    BadResultsError,
     CheckResult,
     read_results,
 )
@@ -39,10 +42,13 @@ class ResultSet:
     def results(self) -> list[CheckResult]:
         if self.certify is None:
             return []
-        return list(read_results(self.certify / RESULTS_FILE))
+        try:
+            return list(read_results(self.certify / RESULTS_FILE))
+        except BadResultsError as exc:
+            raise ConfigError(str(exc)) from None
 
     def run_info(self) -> dict[str, Any]:
-        return _json(self.certify / RUN_FILE) if self.certify else {}
+        return _json(self.certify / RUN_FILE, RUN_FIELDS) if self.certify else {}
 
     def verdict(self, labelled: bool = False) -> RunVerdict:
         """The conformance verdict of this result set, complete only if its run.json says the run finished with
@@ -50,7 +56,7 @@ class ResultSet:
         return judge(self.results(), self.run_info() or None, label=self.label if labelled else "")
 
     def load_info(self) -> dict[str, Any]:
-        return _json(self.load / LOAD_FILE) if self.load else {}
+        return _json(self.load / LOAD_FILE, LOAD_FIELDS) if self.load else {}
 
     def op_files(self) -> list[Path]:
         return sorted((self.load / OPS_DIR).glob(OPS_GLOB)) if self.load else []
@@ -59,13 +65,88 @@ class ResultSet:
         return sorted((self.load / SAMPLES_DIR).glob(SAMPLES_GLOB)) if self.load else []
 
 
-def _json(path: Path) -> dict[str, Any]:
+# The JSON types of the fields of run.json and load.json the report reads (a field may be absent; null is absent).
+RUN_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "server": dict,
+    "client": dict,
+    "options": dict,
+    "counts": dict,
+    "jetcheck_version": str,
+    "started_at": str,
+    "finished_at": str,
+}
+LOAD_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "run_id": str,
+    "scenario": str,
+    "mode": str,
+    "rate": (int, float),
+    "users": int,
+    "publishers": int,
+    "consumers": int,
+    "processes": int,
+    "duration_s": (int, float),
+    "payload_size": int,
+    "server_url": str,
+    "server_version": str,
+    "start_ns": int,
+    "end_ns": int,
+    "server": dict,
+    "monitor": dict,
+    "load_cpu_s": dict,
+    "process_roles": dict,
+}
+
+
+def _json(path: Path, types: dict[str, type | tuple[type, ...]]) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path} is not valid JSON: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must hold a JSON object, not {type(data).__name__}")
+    for name, expected in types.items():
+        value = data.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, expected)):
+            raise ConfigError(f"{path}: field {name} is {type(value).__name__}, not {_type_name(expected)}")
+    if not all(isinstance(roles, list) for roles in (data.get("process_roles") or {}).values()):
+        raise ConfigError(f"{path}: field process_roles must map each process to a list of roles")
+    return data
+
+
+def _type_name(expected: type | tuple[type, ...]) -> str:
+    return "a number" if isinstance(expected, tuple) else expected.__name__
+
+
+def _check_parquet(path: Path, fields: tuple[tuple[str, str], ...]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise ConfigError(f"{path} is not a readable Parquet file: {str(exc).splitlines()[0]}") from None
+    for name, kind in fields:
+        if name not in schema.names:
+            raise ConfigError(f"{path} has no column {name}: not a jetcheck log")
+        if schema.field(name).type != pa.type_for_alias(kind):
+            raise ConfigError(f"{path}: column {name} is {schema.field(name).type}, not {kind}")
+
+
+def check(result_set: ResultSet) -> None:
+    """Read everything `result_set` holds as the report will (results, run.json, load.json, the Parquet logs'
+    schemas) and raise ConfigError naming the first file that is not what jetcheck writes; the aggregation
+    (Spark) starts only on inputs that passed."""
+    result_set.results()
+    result_set.run_info()
+    result_set.load_info()
+    for path in result_set.op_files():
+        _check_parquet(path, OP_FIELDS)
+    for path in result_set.sample_files():
+        _check_parquet(path, SAMPLE_FIELDS)
 
 
 def _is_certify(folder: Path) -> bool:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -184,16 +185,21 @@ def main_job(
     strict: bool = False,
     server: str = "local",
     credentials: Credentials | None = None,
+    preflight: Callable[[], None] | None = None,
 ) -> int:
     """Certify, load, report into one run folder; print index.html's path.
 
     The report is the job's product: exit 0 once it is written, 3 when a step did not complete (certify's
     results included: an incomplete result set is never a pass). With `strict`, a MUST failure exits 1 as
-    `jetcheck certify` does (for a CI gate); jetcheck.verdict decides both."""
+    `jetcheck certify` does (for a CI gate); jetcheck.verdict decides both. `preflight` (certify's: the server
+    binary is there, a URL target answers, with TLS when required, and has JetStream) runs before any step or
+    folder; its TargetError is the job's bad-input line, since no step could do anything with that target."""
     stream = stream or sys.stderr
     run_dir = Path(out) if out else default_run_dir()
     if (run_dir / CERTIFY_DIR).exists() or (run_dir / LOAD_DIR).exists():
         raise ConfigError(f"--out {run_dir} already holds a run: choose a new folder")
+    if preflight is not None:
+        preflight()
     logs = run_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     steps = steps if steps is not None else default_steps(run_dir, server_version, server, credentials)
