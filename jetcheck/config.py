@@ -136,8 +136,8 @@ CLIENTS = ("nats-py",)
 
 def _client(value: str) -> str:
     # `client+variant` wraps a client in a deliberate deviation for the suite's own proofs (conformance.clients).
-    if value.partition("+")[0] not in CLIENTS or not re.fullmatch(r"[a-z0-9.-]+(\+[a-z0-9-]+)?", value):
-        raise ConfigError(f"expected one of {', '.join(CLIENTS)} (optionally +variant), not {value!r}")
+    if value.partition("+")[0] not in CLIENTS or not re.fullmatch(r"[a-z0-9.-]+(\+[a-z0-9-]+)*", value):
+        raise ConfigError(f"expected one of {', '.join(CLIENTS)} (optionally +variant...), not {value!r}")
     return value
 
 

@@ -27,15 +27,16 @@ __all__ = [
 
 
 def adapter_for(name: str) -> ClientAdapter:
-    """The adapter called `name` (`client` or `client+variant`); ConfigError names the known ones."""
+    """The adapter called `name` (`client`, `client+variant`, `client+variant+variant`...); ConfigError names the
+    known ones."""
     from .variants import VARIANTS
 
-    base, _, variant = name.partition("+")
+    base, *variants = name.split("+")
     if base not in ADAPTERS:
         raise ConfigError(f"unknown client {base!r}; known: {', '.join(ADAPTERS)}")
     adapter = ADAPTERS[base]()
-    if not variant:
-        return adapter
-    if variant not in VARIANTS:
-        raise ConfigError(f"unknown client variant {variant!r}; known: {', '.join(VARIANTS)}")
-    return VARIANTS[variant](adapter)
+    for variant in variants:  # each wraps the one before: nats-py+adr37-heartbeats+terminal-on-missed-heartbeat
+        if variant not in VARIANTS:
+            raise ConfigError(f"unknown client variant {variant!r}; known: {', '.join(VARIANTS)}")
+        adapter = VARIANTS[variant](adapter)
+    return adapter
