@@ -2,8 +2,8 @@
 
 Every variant wraps an adapter (composition): it never changes the client library or reaches into it.
 
-The driver protocol's misbehave modes, for any client (a driver client misreports inside its driver through
-`adapter.misbehave(modes)`; any other adapter is wrapped here, on the application's side of the adapter):
+The driver protocol's misbehave modes (a driven client misreports inside its driver, drivers/PROTOCOL.md
+`misbehave`; an in-process adapter such as nats-py's is wrapped here, on the application's side of the adapter):
 - `swallow-missed-heartbeat`: missed-heartbeat reports never reach the application.
 - `chatty-missed-heartbeat`: a missed-heartbeat report every 100 ms while a consumption runs, data flowing or not.
 - `terminal-on-missed-heartbeat`: a missed heartbeat ends the session's consumption (`terminal`, nothing more).
@@ -228,15 +228,8 @@ WRAPPERS = {
 
 
 def misbehaving(mode: str):
-    """The variant for protocol mode `mode`: the driver misreports itself, any other adapter is wrapped."""
-
-    def wrap(adapter):
-        if hasattr(adapter, "misbehave"):  # it also adds `+mode` to the adapter's name
-            adapter.misbehave([mode])
-            return adapter
-        return WrappedAdapter(adapter, mode, WRAPPERS[mode])
-
-    return wrap
+    """The variant for protocol mode `mode` around an in-process adapter (a driven client's driver does it)."""
+    return lambda adapter: WrappedAdapter(adapter, mode, WRAPPERS[mode])
 
 
 # --- nats-py's own variants --------------------------------------------------------------------------------------
