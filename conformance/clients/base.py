@@ -21,6 +21,7 @@ from jetcheck.fixtures.target import Credentials
 MISSED_HEARTBEAT = "missed-heartbeat"  # the client said heartbeats stopped arriving (ADR-37: a warning)
 SEQUENCE_MISMATCH = "sequence-mismatch"  # the client said a heartbeat showed a consumer sequence gap
 TERMINAL = "terminal"  # the client ended the subscription or consumption
+RESET = "reset"  # the client recreated its ordered consumer (informational)
 ERROR = "error"  # anything else the client reported
 
 
@@ -59,6 +60,24 @@ class Documented:
     ordered_idle_heartbeat_s: float  # the ordered consumer's heartbeat when the application sets none
     missed_heartbeats: str  # how the client tells the application that heartbeats stopped ("" when it does not)
     heartbeat_behaviour: str = ""  # what the client does instead, in a sentence (for findings)
+    min_idle_heartbeat_s: float = 0.0  # the smallest idle heartbeat the client accepts (0: no documented bound)
+    below_min_heartbeat: str = ""  # what it does with a smaller one: "raised" (silently) or "refused"; "" if none
+    missed_heartbeats_after: int = 2  # missed intervals before the client reports (ADR-37: 2)
+    ordered_kind: str = "push"  # the consumer kind its ordered consumer creates: "push" or "pull"
+
+
+class ClientError(Exception):
+    """The client under test refused or failed an operation; `kind` as the driver protocol names it."""
+
+    def __init__(self, kind: str, message: str, code: int | None = None, err_code: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.code = code
+        self.err_code = err_code
+
+
+class Unsupported(ClientError):
+    """The client has no such feature (or its driver does not implement the operation)."""
 
 
 class EventLog:
@@ -68,8 +87,9 @@ class EventLog:
         self.events: list[ClientEvent] = []
         self._changed = asyncio.Event()
 
-    def add(self, kind: str, detail: str) -> None:
-        self.events.append(ClientEvent(kind, detail, asyncio.get_running_loop().time()))
+    def add(self, kind: str, detail: str, at: float | None = None) -> None:
+        """Record an event; `at` is when the client reported it (event-loop clock), now when not given."""
+        self.events.append(ClientEvent(kind, detail, asyncio.get_running_loop().time() if at is None else at))
         self._changed.set()
 
     def of(self, kind: str, since: float = 0.0) -> list[ClientEvent]:
