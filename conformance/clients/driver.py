@@ -11,6 +11,7 @@ import asyncio
 import base64
 import collections
 import concurrent.futures
+import contextlib
 import itertools
 import json
 import os
@@ -81,10 +82,9 @@ class Route:
     handler: Handler
 
     def send(self, record: dict) -> None:
-        try:
+        # RuntimeError: the check that owned it has ended and its loop is closed; nobody is listening
+        with contextlib.suppress(RuntimeError):
             self.loop.call_soon_threadsafe(self.handler, record)
-        except RuntimeError:  # the check that owned it has ended and its loop is closed: nobody is listening
-            pass
 
 
 class DriverProcess:
@@ -276,19 +276,15 @@ class DriverProcess:
         """Ask it to exit; kill it if it does not within a few seconds."""
         self._closing = f"the {self.label} was shut down at the end of the run"
         if self.proc.poll() is None and not self.dead:
-            try:
+            with contextlib.suppress(DriverGone, ClientError):  # it is killed below either way
                 self.request_sync("shutdown", SHUTDOWN_TIMEOUT_S)
-            except (DriverGone, ClientError):
-                pass
         self.kill(self._closing)
 
     def kill(self, reason: str) -> None:
         self.dead = self.dead or reason
         assert self.proc.stdin is not None
-        try:
+        with contextlib.suppress(OSError):  # a broken pipe: the driver is gone already
             self.proc.stdin.close()  # a driver exits when stdin closes
-        except OSError:  # the pipe is already broken: the driver is gone
-            pass
         try:
             self.proc.wait(SHUTDOWN_TIMEOUT_S)
         except subprocess.TimeoutExpired:

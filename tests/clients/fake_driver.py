@@ -34,8 +34,9 @@ def ok(request: dict, result: dict | None = None) -> None:
 def stream(request: dict) -> None:
     sub, session = request["sub"], request["session"]
     for seq in (1, 2, 3):
+        payload = base64.b64encode(b"m%d" % seq).decode()
         send({"type": "delivery", "sub": sub, "stream_seq": seq, "consumer_seq": seq, "subject": "s.x",
-              "payload_b64": base64.b64encode(b"m%d" % seq).decode(), "consumer": "C1", "at_ns": mono_ns()})  # fmt: skip
+              "payload_b64": payload, "consumer": "C1", "at_ns": mono_ns()})  # fmt: skip
     if request["op"] == "push":
         for kind in filter(None, request.get("subject", "").split(",")):
             send({"type": "event", "session": session, "sub": sub, "kind": kind, "detail": f"fake {kind}",
@@ -51,8 +52,9 @@ def fetch(request: dict) -> None:
 def handle(request: dict) -> None:
     op = request.get("op")
     if op == "hello":
+        ops = ["hello", "connect", "push", "ordered", "fetch", "stop"]
         ok(request, {"protocol": 1, "client": "fake", "version": "v9.9.9", "runtime": "python",
-                     "mono_ns": mono_ns(), "ops": ["hello", "connect", "push", "ordered", "fetch", "stop"]})  # fmt: skip
+                     "mono_ns": mono_ns(), "ops": ops})  # fmt: skip
     elif op == "connect":
         ok(request, {"received": sorted(request.get("credentials", {}))})
     elif op in ("push", "ordered"):
