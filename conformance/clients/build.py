@@ -12,6 +12,8 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from jetcheck.config import ConfigError
@@ -124,15 +126,16 @@ def _run(command: list[str], cwd: Path, what: str, env: dict[str, str] | None = 
         raise ConfigError(f"{what}: `{' '.join(command[:3])}` failed: {last}")
 
 
-def _built(final: Path, source: Path, build: callable) -> Path:
+def _built(final: Path, source: Path, build: Callable[[Path], None]) -> Path:
     """`final`, built from a copy of `source` by `build(staging)` unless a finished build is already there."""
     if (final / DONE).is_file():
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
-    staging = final.with_name(f".{final.name}.{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(source, staging, ignore=shutil.ignore_patterns("node_modules", "driver", ".gitignore"))
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
     try:
+        shutil.copytree(
+            source, staging, ignore=shutil.ignore_patterns("node_modules", "driver", ".gitignore"), dirs_exist_ok=True
+        )
         build(staging)
         (staging / DONE).write_text("")
         try:
