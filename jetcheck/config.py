@@ -139,10 +139,10 @@ def _client(value: str) -> str:
     # `client+variant` wraps a client in a deliberate deviation for the suite's own proofs (conformance.clients).
     base = re.split(r"[@+]", value, maxsplit=1)[0]
     version = r"(@v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?)?" if base in DRIVEN_CLIENTS else ""
-    if base not in CLIENTS or not re.fullmatch(rf"[a-z0-9.-]+{version}(\+[a-z0-9-]+)?", value):
+    if base not in CLIENTS or not re.fullmatch(rf"[a-z0-9.-]+{version}(\+[a-z0-9-]+)*", value):
         raise ConfigError(
-            f"expected one of {', '.join(CLIENTS)} (nats.js and nats.go optionally @version; optionally +variant), "
-            f"not {value!r}"
+            f"expected one of {', '.join(CLIENTS)} (nats.js and nats.go optionally @version; optionally "
+            f"+variant...), not {value!r}"
         )
     return value
 

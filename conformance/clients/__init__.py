@@ -29,23 +29,24 @@ __all__ = [
 
 
 def adapter_for(name: str) -> ClientAdapter:
-    """The adapter called `name` (`client[@version][+variant]`); ConfigError names the known ones.
+    """The adapter called `name` (`client[@version]`, then any `+variant`s); ConfigError names the known ones.
 
-    A driven client's adapter is shared by the whole run (one driver process); nothing starts until it connects."""
+    A driven client's adapter is shared by the whole run (one driver process); nothing starts until it connects;
+    its variants are the driver's misbehave modes. A nats-py variant wraps the one before it."""
     from .driven import driven_adapter
     from .variants import VARIANTS
 
-    spec, _, variant = name.partition("+")
+    spec, *variants = name.split("+")
     base, _, version = spec.partition("@")
     if base not in ADAPTERS:
         raise ConfigError(f"unknown client {base!r}; known: {', '.join(ADAPTERS)}")
     if ADAPTERS[base] is None:
-        return driven_adapter(base, version, variant)
+        return driven_adapter(base, version, variants)
     if version:
         raise ConfigError(f"{base} is certified at its installed version; {name!r} asks for {version}")
     adapter = ADAPTERS[base]()
-    if not variant:
-        return adapter
-    if variant not in VARIANTS:
-        raise ConfigError(f"unknown client variant {variant!r}; known: {', '.join(VARIANTS)}")
-    return VARIANTS[variant](adapter)
+    for variant in variants:  # each wraps the one before: nats-py+adr37-heartbeats+terminal-on-missed-heartbeat
+        if variant not in VARIANTS:
+            raise ConfigError(f"unknown client variant {variant!r}; known: {', '.join(VARIANTS)}")
+        adapter = VARIANTS[variant](adapter)
+    return adapter

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -64,6 +64,14 @@ class Documented:
     below_min_heartbeat: str = ""  # what it does with a smaller one: "raised" (silently) or "refused"; "" if none
     missed_heartbeats_after: int = 2  # missed intervals before the client reports (ADR-37: 2)
     ordered_kind: str = "push"  # the consumer kind its ordered consumer creates: "push" or "pull"
+    # The config (server JSON names) the client documents for the consumer its ordered consumer (re)creates, besides
+    # start and filter; a push one also gets the idle heartbeat. A key left out is not checked.
+    ordered_config: Mapping[str, object] = field(default_factory=dict)
+    consumes: str = "push"  # how it consumes continuously: "push" (session.push) or "pull" (session.consume)
+
+    def idle_heartbeat(self, wanted: float) -> float:
+        """The idle heartbeat a check asks for: `wanted`, raised to the smallest the client documents it accepts."""
+        return max(wanted, self.min_idle_heartbeat_s)
 
 
 class ClientError(Exception):
@@ -175,6 +183,18 @@ class ClientSession(Protocol):
 
     async def push(self, stream: str, subject: str, *, idle_heartbeat: float) -> Subscription:
         """A plain push consumer with idle heartbeats (the client's continuous consumption)."""
+        ...
+
+    async def consume(
+        self,
+        stream: str,
+        consumer: str,
+        *,
+        idle_heartbeat: float | None,
+        expires: float | None = None,
+        max_messages: int | None = None,
+    ) -> Subscription:
+        """Continuous pull consumption of an existing pull consumer, acking each message; Unsupported if none."""
         ...
 
     async def fetch(

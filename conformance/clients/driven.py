@@ -35,6 +35,7 @@ JS_DOCUMENTED = Documented(
     min_idle_heartbeat_s=0.5,
     below_min_heartbeat="raised",  # consume() clamps idle_heartbeat to 500-30000 ms without a word
     ordered_kind="pull",
+    consumes="pull",  # consume() on a pull consumer; the client has no push consumption API
 )
 
 GO_DOCUMENTED = Documented(
@@ -46,6 +47,7 @@ GO_DOCUMENTED = Documented(
     min_idle_heartbeat_s=0.5,
     below_min_heartbeat="refused",  # PullHeartbeat/FetchHeartbeat: an error below 500 ms
     ordered_kind="pull",
+    consumes="pull",  # Consume()/Messages() on a pull consumer
 )
 
 DRIVEN = {
@@ -58,23 +60,23 @@ _shared: dict[str, DriverAdapter] = {}
 _shared_lock = threading.Lock()
 
 
-def driven_adapter(client: str, version: str, variant: str) -> DriverAdapter:
-    """The run's one adapter (and so one driver process) for `client@version+variant`."""
+def driven_adapter(client: str, version: str, modes: list[str]) -> DriverAdapter:
+    """The run's one adapter (and so one driver process) for `client@version+mode+...`."""
     if version and not _VERSION.fullmatch(version):
         raise ConfigError(f"{client} version {version!r} is not of the form X.Y.Z")
-    if variant and variant not in MISBEHAVE_MODES:
-        raise ConfigError(f"unknown {client} driver mode {variant!r}; known: {', '.join(MISBEHAVE_MODES)}")
+    for mode in modes:
+        if mode not in MISBEHAVE_MODES:
+            raise ConfigError(f"unknown {client} driver mode {mode!r}; known: {', '.join(MISBEHAVE_MODES)}")
     documented, launch, pinned = DRIVEN[client]
-    key = f"{client}@{version}+{variant}"
+    key = "+".join([f"{client}@{version}", *modes])
     with _shared_lock:
         if key not in _shared:
-            _shared[key] = DriverAdapter(
-                client,
-                documented,
-                lambda: (launch(version), None),
-                expected_version=version or pinned(),
-                variant=variant,
+            adapter = DriverAdapter(
+                client, documented, lambda: (launch(version), None), expected_version=version or pinned()
             )
+            if modes:
+                adapter.misbehave(modes)
+            _shared[key] = adapter
         return _shared[key]
 
 

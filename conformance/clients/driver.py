@@ -328,6 +328,12 @@ class DriverSubscription:
         self.inbox = Inbox()
         self.answer: dict = {}  # what the driver said when it started (effective heartbeat, consumer name)
 
+    @property
+    def effective_idle_heartbeat_s(self) -> float | None:
+        """The idle heartbeat the client actually uses, when the driver says (a client may raise a small one)."""
+        value = self.answer.get("effective_idle_heartbeat_s")
+        return float(value) if value is not None else None
+
     def on_delivery(self, record: dict) -> None:
         self.inbox.put(delivery_from(record, self.session.process.loop_time(record.get("at_ns"))))
 
@@ -451,11 +457,10 @@ class DriverAdapter:
         documented: Documented,
         launch: Callable[[], tuple[list[str], Path | None]],
         expected_version: str = "",
-        variant: str = "",
     ) -> None:
         self.client = client
-        self.name = f"{client}+{variant}" if variant else client
-        self.variant = variant  # a misbehave mode of the driver (the suite's own proofs)
+        self.name = client
+        self.modes: list[str] = []  # the driver's misbehave modes (the suite's own proofs), in the name too
         self.documented = documented
         self._launch = launch  # builds the driver if needed; returns its command and working directory
         self._expected_version = expected_version
@@ -483,8 +488,8 @@ class DriverAdapter:
                 self._process = process
                 try:
                     process.start()
-                    if self.variant:
-                        process.request_sync("misbehave", modes=[self.variant])
+                    if self.modes:
+                        process.request_sync("misbehave", modes=self.modes)
                 except (DriverGone, ClientError) as exc:
                     process.kill(str(exc))
                     if isinstance(exc, ClientError):
@@ -492,6 +497,15 @@ class DriverAdapter:
             if self._process.dead:
                 raise DriverGone(self._process.dead)
             return self._process
+
+    def misbehave(self, modes: list[str]) -> None:
+        """Make the driver misreport in these ways (drivers/PROTOCOL.md `misbehave`) from its start on; the name
+        carries them so no result passes for the real client."""
+        with self._lock:
+            self.modes = [*self.modes, *modes]
+            self.name = "+".join([self.client, *self.modes])
+            if self._process is not None and not self._process.dead:
+                self._process.request_sync("misbehave", modes=modes)
 
     async def connect(self, url: str, credentials: Credentials, *, reconnect_wait: float = 0.1) -> DriverSession:
         process = self.process()

@@ -15,6 +15,7 @@ import time
 
 START = time.monotonic_ns()
 OUT = threading.Lock()
+MODES: list[str] = []  # misbehave modes asked for
 
 
 def mono_ns() -> int:
@@ -56,13 +57,16 @@ def handle(request: dict) -> None:
         ok(request, {"protocol": 1, "client": "fake", "version": "v9.9.9", "runtime": "python",
                      "mono_ns": mono_ns(), "ops": ops})  # fmt: skip
     elif op == "connect":
-        ok(request, {"received": sorted(request.get("credentials", {}))})
+        ok(request, {"received": sorted(request.get("credentials", {})), "modes": MODES})
     elif op in ("push", "ordered"):
         ok(request, {"effective_idle_heartbeat_s": request.get("idle_heartbeat_s")})
         stream(request)
     elif op == "fetch":
         threading.Thread(target=fetch, args=(request,), daemon=True).start()
-    elif op in ("stop", "close", "misbehave"):
+    elif op == "misbehave":
+        MODES.extend(request["modes"])
+        ok(request)
+    elif op in ("stop", "close"):
         ok(request)
     elif op == "crash":
         sys.stderr.write("fake driver: boom\n")

@@ -66,8 +66,18 @@ async def test_deliveries_reach_the_subscriptions_inbox_with_driver_times_on_the
         (3, b"m3", "C1"),
     ]
     assert all(asked - 0.05 <= d.at <= received + 0.05 for d in got), (asked, [d.at for d in got], received)
+    assert sub.effective_idle_heartbeat_s == 0.5
     await sub.stop()
     await session.close()
+
+
+@pytest.mark.asyncio
+async def test_misbehave_modes_reach_the_driver_and_the_name(adapter):
+    """A proof variant's modes are sent after hello, and the adapter's name carries them."""
+    adapter.misbehave(["duplicate-delivery", "swallow-missed-heartbeat"])
+    answer = await adapter.process().request("connect", session="s0", url="nats://127.0.0.1:1", credentials={})
+    assert answer["modes"] == ["duplicate-delivery", "swallow-missed-heartbeat"]
+    assert adapter.name == "fake+duplicate-delivery+swallow-missed-heartbeat"
 
 
 @pytest.mark.asyncio
@@ -115,7 +125,7 @@ async def test_credentials_reach_the_driver_only_in_its_connect_request(adapter,
     process = adapter.process()
     answer = await process.request("connect", session="s0", url="nats://127.0.0.1:1",
                                    credentials={"user": "u", "password": SECRET})  # fmt: skip
-    assert answer == {"received": ["password", "user"]}
+    assert answer == {"received": ["password", "user"], "modes": []}
     pid = process.proc.pid
     assert SECRET not in Path(f"/proc/{pid}/cmdline").read_text()
     assert SECRET.encode() not in Path(f"/proc/{pid}/environ").read_bytes()
