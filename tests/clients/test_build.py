@@ -54,7 +54,7 @@ def test_the_client_option_accepts_driven_clients_with_a_version(value):
 
 @pytest.mark.parametrize("value", ["nats.js@latest", "nats.go@1.48", "nats-py@2.16.0", "nats.rs"])
 def test_the_client_option_refuses_other_spellings(value):
-    with pytest.raises(ConfigError, match="expected one of nats-py, nats.js, nats.go"):
+    with pytest.raises(ConfigError, match=r"expected one of nats-py, nats\.js, nats\.go"):
         resolve(cli={"client": value}, env={})
 
 
@@ -74,7 +74,7 @@ def test_a_driven_adapter_is_shared_and_starts_nothing_until_used():
 def test_a_missing_node_is_one_line_naming_it(monkeypatch):
     """Without node on PATH the nats.js driver cannot be built: a ConfigError saying so."""
     monkeypatch.setenv("PATH", "/nonexistent")
-    with pytest.raises(ConfigError, match="the nats.js driver needs node, which is not on PATH"):
+    with pytest.raises(ConfigError, match=r"the nats\.js driver needs node, which is not on PATH"):
         js_driver()
 
 

@@ -1,4 +1,4 @@
-"""A client rule whose check still drives nats-py is recorded as not run for any other client (run in a fresh pytest)."""
+"""A client rule whose check still drives nats-py is not run for any other client (in a fresh pytest)."""
 
 from __future__ import annotations
 
