@@ -18,6 +18,7 @@ from jetcheck.conformance.clients.build import (
     go_required,
     js_driver,
     js_pinned_version,
+    prebuild,
 )
 from jetcheck.conformance.clients.driven import MISBEHAVE_MODES
 
@@ -122,3 +123,11 @@ def test_a_failed_build_leaves_nothing_in_the_cache(tmp_path):
     with pytest.raises(ConfigError, match="npm failed"):
         _built(final, source, build)
     assert list(final.parent.iterdir()) == []
+
+
+def test_prebuild_names_what_is_missing_and_does_not_fail(monkeypatch, capsys):
+    """bootstrap's driver step: without node it says so in one line for nats.js and still exits 0."""
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert prebuild() == 0
+    err = capsys.readouterr().err
+    assert "bootstrap: the nats.js driver needs node, which is not on PATH" in err
