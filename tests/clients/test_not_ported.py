@@ -1,0 +1,51 @@
+"""A client rule whose check still drives nats-py is not run for any other client (in a fresh pytest)."""
+
+from __future__ import annotations
+
+from jetcheck.conformance.clients.build import js_pinned_version
+from jetcheck.records import RESULTS_FILE, read_results
+
+pytest_plugins = ["pytester"]
+
+CHECKS = """
+import pytest
+
+@pytest.mark.asyncio
+@pytest.mark.rule("kv.history-kept")
+async def test_client_rule_on_nats_py(js):
+    pass
+
+@pytest.mark.asyncio
+@pytest.mark.rule("purge.keep")
+async def test_server_rule(js):
+    pass
+"""
+NOT_PORTED = "not run: this check drives nats-py directly; not yet ported to the client adapter"
+
+
+def _run(pytester, server, client: str) -> dict:
+    pytester.makepyfile(test_checks=CHECKS)
+    pytester.makeini("[pytest]\nasyncio_mode = strict\nasyncio_default_fixture_loop_scope = function\n")
+    out = pytester.path / "out"
+    pytester.runpytest_subprocess(
+        "--jetcheck-server", server.url, "--jetcheck-out", str(out), "--jetcheck-client", client
+    )
+    return {r.check.split("::")[-1]: r for r in read_results(out / RESULTS_FILE)}
+
+
+def test_a_check_driving_nats_py_is_not_run_for_another_client(pytester, embedded_server):
+    """With --client nats.js the nats-py-only client check is `skip` saying why; a server rule runs; every result
+    names the client and its pinned version, and no driver was needed for either."""
+    results = _run(pytester, embedded_server, "nats.js")
+    assert (results["test_client_rule_on_nats_py"].status, results["test_client_rule_on_nats_py"].message) == (
+        "skip",
+        NOT_PORTED,
+    )
+    assert results["test_server_rule"].status == "pass"
+    assert {r.client["name"] for r in results.values()} == {"nats.js"}
+    assert {r.client["version"] for r in results.values()} == {js_pinned_version()}
+
+
+def test_the_same_check_runs_for_nats_py(pytester, embedded_server):
+    results = _run(pytester, embedded_server, "nats-py")
+    assert results["test_client_rule_on_nats_py"].status == "pass"
