@@ -255,6 +255,7 @@ async def test_a_deleted_consumer_is_recreated_without_loss(client, target, prox
         new = await publish(js, [subject] * 3)
         got = await sub.inbox.until(len(expected) + len(new), wait_s(client))
         observe_recovery(observe, got, new[0], fault_at)
+        observe("client_reports", sorted({f"{e.kind}: {e.detail}" for e in s.events.events}))
         problem = ordered_once(got, expected + new, f"after consumer {first[-1].consumer} was deleted")
         assert not problem, f"{client.name} {client.version}: {problem}{reported(s)}"
 
