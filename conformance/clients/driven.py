@@ -35,6 +35,16 @@ JS_DOCUMENTED = Documented(
     min_idle_heartbeat_s=0.5,
     below_min_heartbeat="raised",  # consume() clamps idle_heartbeat to 500-30000 ms without a word
     ordered_kind="pull",
+    # jsmstream_api.js ordered() and consumer.js getConsumerOpts(): a recreation copies the first config and
+    # overrides name, start, ack, inactive threshold (5 min) and replicas
+    ordered_config={
+        "durable_name": None,
+        "ack_policy": "none",
+        "max_deliver": 1,
+        "mem_storage": True,
+        "num_replicas": 1,
+        "inactive_threshold": 300_000_000_000,
+    },
     consumes="pull",  # consume() on a pull consumer; the client has no push consumption API
 )
 
@@ -47,6 +57,14 @@ GO_DOCUMENTED = Documented(
     min_idle_heartbeat_s=0.5,
     below_min_heartbeat="refused",  # PullHeartbeat/FetchHeartbeat: an error below 500 ms
     ordered_kind="pull",
+    # jetstream/ordered.go getConsumerConfig(): no MaxDeliver set (not checked); InactiveThreshold 5 min by default
+    ordered_config={
+        "durable_name": None,
+        "ack_policy": "none",
+        "mem_storage": True,
+        "num_replicas": 1,
+        "inactive_threshold": 300_000_000_000,
+    },
     consumes="pull",  # Consume()/Messages() on a pull consumer
 )
 
