@@ -92,3 +92,25 @@ def test_a_dead_driver_makes_this_and_later_client_checks_errors_with_its_reason
     assert [(r.status, reason in r.message) for r in results.values()] == [("error", True), ("error", True)]
     assert results["test_after_the_driver_died"].message.startswith("setup failed: ")
     assert {(r.client["name"], r.client["version"]) for r in results.values()} == {("nats.js", "9.9.9")}
+
+
+UNBUILDABLE_CONFTEST = """
+from jetcheck.config import ConfigError
+from jetcheck.conformance.clients import driven
+
+def no_go(version):
+    raise ConfigError("the nats.go driver needs Go >= 1.26.0: no go on PATH or in /usr/local/go/bin")
+
+driven.DRIVEN["nats.go"] = (driven.DRIVEN["nats.go"][0], no_go, lambda: "v1.55.0")
+"""
+
+
+def test_a_driver_that_cannot_be_built_ends_the_run_with_its_line_and_exit_2(pytester, embedded_server):
+    """Run through pytest directly (no certify preflight): the first client check's build failure stops the run with
+    one `jetcheck:` line and exit status 2, not an error per check."""
+    pytester.makeconftest(UNBUILDABLE_CONFTEST)
+    pytester.makepyfile(test_checks=DRIVER_CHECKS)
+    pytester.makeini("[pytest]\nasyncio_mode = strict\nasyncio_default_fixture_loop_scope = function\n")
+    result = pytester.runpytest_subprocess("--jetcheck-server", embedded_server.url, "--jetcheck-client", "nats.go")
+    assert result.ret == 2
+    result.stdout.fnmatch_lines(["*jetcheck: the nats.go driver needs Go >= 1.26.0: no go on PATH*"])
