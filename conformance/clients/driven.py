@@ -17,6 +17,8 @@ from .base import Documented
 from .build import go_driver, go_pinned_version, js_driver, js_pinned_version
 from .driver import DriverAdapter
 
+NS = 1_000_000_000
+
 # drivers/PROTOCOL.md, `misbehave`: every driver implements all of them
 MISBEHAVE_MODES = (
     "swallow-missed-heartbeat",
@@ -35,15 +37,15 @@ JS_DOCUMENTED = Documented(
     min_idle_heartbeat_s=0.5,
     below_min_heartbeat="raised",  # consume() clamps idle_heartbeat to 500-30000 ms without a word
     ordered_kind="pull",
-    # jsmstream_api.js ordered() and consumer.js getConsumerOpts(): a recreation copies the first config and
-    # overrides name, start, ack, inactive threshold (5 min) and replicas
+    # jetstream lib/jsmstream_api.js ordered() creates it so; consumer.js getConsumerOpts() recreates it from the
+    # first one's config with name, start, ack policy, inactive threshold (5 min) and replicas set again.
     ordered_config={
         "durable_name": None,
         "ack_policy": "none",
         "max_deliver": 1,
         "mem_storage": True,
         "num_replicas": 1,
-        "inactive_threshold": 300_000_000_000,
+        "inactive_threshold": 300 * NS,
     },
     consumes="pull",  # consume() on a pull consumer; the client has no push consumption API
 )
@@ -57,13 +59,13 @@ GO_DOCUMENTED = Documented(
     min_idle_heartbeat_s=0.5,
     below_min_heartbeat="refused",  # PullHeartbeat/FetchHeartbeat: an error below 500 ms
     ordered_kind="pull",
-    # jetstream/ordered.go getConsumerConfig(): no MaxDeliver set (not checked); InactiveThreshold 5 min by default
+    # jetstream/ordered.go getConsumerConfig(): no MaxDeliver (not checked); InactiveThreshold 5 min unless given.
     ordered_config={
         "durable_name": None,
         "ack_policy": "none",
         "mem_storage": True,
         "num_replicas": 1,
-        "inactive_threshold": 300_000_000_000,
+        "inactive_threshold": 300 * NS,
     },
     consumes="pull",  # Consume()/Messages() on a pull consumer
 )
