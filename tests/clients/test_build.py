@@ -14,6 +14,7 @@ from jetcheck.conformance.clients import adapter_for
 from jetcheck.conformance.clients.build import (
     DONE,
     _built,
+    _js_release,
     go_pinned_version,
     go_required,
     js_driver,
@@ -131,3 +132,26 @@ def test_prebuild_names_what_is_missing_and_does_not_fail(monkeypatch, capsys):
     assert prebuild() == 0
     err = capsys.readouterr().err
     assert "bootstrap: the nats.js driver needs node, which is not on PATH" in err
+
+
+@pytest.fixture
+def fake_npm(tmp_path) -> str:
+    """An npm whose `view <pkg> versions --json` lists @nats-io/obj's releases (no 3.2.0, one prerelease)."""
+    npm = tmp_path / "npm"
+    npm.write_text('#!/bin/sh\necho \'["3.0.0-35", "3.0.2", "3.3.0", "3.4.0"]\'\n')
+    npm.chmod(0o755)
+    return str(npm)
+
+
+def test_another_js_version_takes_each_packages_newest_release_not_newer(fake_npm):
+    """@nats-io/* packages are not released together: a missing companion release falls back to the one before;
+    npm's 3.0.0-35 is a prerelease, never chosen."""
+    assert _js_release(fake_npm, "@nats-io/obj", "3.4.0", exact=False) == "3.4.0"
+    assert _js_release(fake_npm, "@nats-io/obj", "3.2.0", exact=False) == "3.0.2"
+
+
+def test_a_js_version_not_on_npm_is_one_line_listing_the_releases(fake_npm):
+    with pytest.raises(
+        ConfigError, match=r"@nats-io/jetstream 3\.1\.0 is not on npm; its latest releases: 3\.0\.2, 3\.3\.0, 3\.4\.0$"
+    ):
+        _js_release(fake_npm, "@nats-io/jetstream", "3.1.0", exact=True)
