@@ -27,6 +27,7 @@ JS_PACKAGE = "@nats-io/jetstream"
 GO_MODULE = "github.com/nats-io/nats.go"
 BUILD_TIMEOUT_S = 600
 DONE = ".built"  # written last into a finished build
+GO_PLACES = ("/usr/local/go/bin/go", str(Path.home() / "go" / "bin" / "go"))  # Go's tarball, `go install`ed Gos
 
 
 def cache_root() -> Path:
@@ -78,7 +79,7 @@ def find_go(required: tuple[int, ...]) -> tuple[str, dict[str, str]]:
     PATH's go, then the official tarball's /usr/local/go/bin/go; a go >= 1.21 older than required may fetch the
     required toolchain itself through the module proxy (GOTOOLCHAIN=auto)."""
     env = dict(os.environ)
-    candidates = [shutil.which("go"), "/usr/local/go/bin/go", str(Path.home() / "go" / "bin" / "go")]
+    candidates = [shutil.which("go"), *GO_PLACES]
     found: list[tuple[tuple[int, ...], str]] = []
     for candidate in dict.fromkeys(c for c in candidates if c and os.access(c, os.X_OK)):
         version = _go_version(candidate)
