@@ -436,7 +436,9 @@ const handlers = {
       const info = await jsm.consumers.add(stream, config);
       const consumer = await session.js.consumers.getPushConsumer(stream, info.name);
       follow(sub, await consumer.consume(), false);
-      return { consumer: info.name };
+      // The client watches the consumer's own idle_heartbeat as configured (it raises no push heartbeat).
+      const configured = info.config.idle_heartbeat;
+      return { consumer: info.name, effective_idle_heartbeat_s: configured ? configured / 1e9 : null };
     } catch (err) {
       forget(sub);
       throw err;
@@ -450,8 +452,9 @@ const handlers = {
     const sub = newSub(req, session);
     try {
       const consumer = await session.js.consumers.get(stream, name);
-      follow(sub, await consumer.consume(consumeOptions(req)), true);
-      return {};
+      const messages = await consumer.consume(consumeOptions(req));
+      follow(sub, messages, true);
+      return { effective_idle_heartbeat_s: effectiveHeartbeatS(messages) };
     } catch (err) {
       forget(sub);
       throw err;
@@ -495,7 +498,7 @@ const handlers = {
       const said = notes.length ? notes.map(describe).join("; ") : "nothing";
       error = { kind: "timeout", detail: `the fetch ended with ${deliveries.length} of ${batch}; the client said ${said}` };
     }
-    return { deliveries, error, took_s: tookS };
+    return { deliveries, error, took_s: tookS, effective_idle_heartbeat_s: effectiveHeartbeatS(messages) };
   },
 
   async stop(req) {
