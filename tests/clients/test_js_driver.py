@@ -167,7 +167,9 @@ async def test_an_ordered_consumer_delivers_in_order_and_recreates_its_deleted_c
     reported = [e["detail"].split()[0] for e in driver.events("o1")]
     assert "consumer_deleted" in reported
     assert reported[-2:] == ["reset", "ordered_consumer_recreated"]
-    await driver.result("stop", sub="o1")
+    await driver.result("close", session="s1")
+    gone = await driver.call("stop", sub="o1")  # close stopped the session's consumptions
+    assert gone["error"]["kind"] == "invalid"
 
 
 @pytest.mark.asyncio
