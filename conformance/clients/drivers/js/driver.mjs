@@ -401,8 +401,9 @@ const handlers = {
     const policy = DELIVER_POLICIES[start.deliver_policy ?? "all"];
     if (!policy) throw new RequestError("invalid", `unknown deliver_policy ${JSON.stringify(start.deliver_policy)}`);
     options.deliver_policy = policy;
-    if (policy === DeliverPolicy.StartSequence) options.opt_start_seq = need(start, "seq", "number");
-    if (policy === DeliverPolicy.StartTime) options.opt_start_time = need(start, "time", "string");
+    const startArg = { op: "ordered's start", ...start };
+    if (policy === DeliverPolicy.StartSequence) options.opt_start_seq = need(startArg, "seq", "number");
+    if (policy === DeliverPolicy.StartTime) options.opt_start_time = need(startArg, "time", "string");
     if (req.inactive_threshold_s !== null && req.inactive_threshold_s !== undefined) {
       options.inactive_threshold = ms(req.inactive_threshold_s);
     }
