@@ -691,8 +691,8 @@ func (d *driver) ordered(req *request) (any, error) {
 	}
 	watch := watchPullRequests(s.nc, req.Stream)
 	cc, err := cons.Consume(sub.deliver, opts...)
-	heartbeat := watch.heartbeat()
 	if err != nil {
+		watch.cancel()
 		d.forget(sub)
 		// The ordered consumer creates its server consumer before it checks the options: remove what we made.
 		if info := cons.CachedInfo(); info != nil {
@@ -707,6 +707,7 @@ func (d *driver) ordered(req *request) (any, error) {
 		sub.consumer = info.Name
 		sub.mu.Unlock()
 	}
+	heartbeat := watch.heartbeat()
 	sub.started(cc)
 	go sub.watchConsumerName(cons)
 	return map[string]any{"effective_idle_heartbeat_s": heartbeat}, nil
@@ -819,7 +820,9 @@ func (d *driver) fetch(req *request) (any, error) {
 		return nil, err
 	}
 	deliveries := []map[string]any{}
+	received := 0
 	for msg := range batch.Messages() {
+		received++
 		record, err := deliveryRecord(msg)
 		if err != nil {
 			log.Printf("fetch: a message without JetStream metadata: %v", err)
@@ -840,10 +843,10 @@ func (d *driver) fetch(req *request) (any, error) {
 		ending = map[string]any{"kind": "missed-heartbeat", "detail": describe(batchErr)}
 	case batchErr != nil && !errors.Is(batchErr, jetstream.ErrNoHeartbeat):
 		ending = map[string]any{"kind": "error", "detail": describe(batchErr)}
-	case len(deliveries) < *req.Batch:
+	case received < *req.Batch:
 		// The client ends an expired fetch without an error (MessageBatch.Error() is nil): that is its timeout.
 		ending = map[string]any{"kind": "timeout", "detail": fmt.Sprintf(
-			"MessageBatch.Error() = nil after %d of %d messages", len(deliveries), *req.Batch)}
+			"MessageBatch.Error() = nil after %d of %d messages", received, *req.Batch)}
 	}
 	return map[string]any{"deliveries": deliveries, "error": ending, "took_s": took}, nil
 }
@@ -888,6 +891,12 @@ func watchPullRequests(nc *nats.Conn, stream string) *pullRequestWatch {
 		w.sub = sub
 	}
 	return w
+}
+
+func (w *pullRequestWatch) cancel() {
+	if w.sub != nil {
+		_ = w.sub.Unsubscribe()
+	}
 }
 
 // heartbeat is the first pull request's idle heartbeat in seconds, or nil when none was seen (or it was 0).
