@@ -285,7 +285,12 @@ func (d *driver) connect(req *request) (any, error) {
 		nats.ReconnectWait(wait),
 		// The protocol asks for reconnect_wait_s between attempts, not reconnect_wait_s plus a random jitter.
 		nats.ReconnectJitter(0, 0),
-		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			if sub != nil && strings.HasPrefix(sub.Subject, pullRequestSubject) {
+				// The driver's own look at pull requests (watchPullRequests), not the client's report.
+				log.Printf("session %s: watching pull requests: %v", id, err)
+				return
+			}
 			d.event(id, "", "error", describe(err))
 		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Printf("session %s: disconnected: %v", id, err) }),
@@ -707,7 +712,14 @@ func (d *driver) ordered(req *request) (any, error) {
 		sub.consumer = info.Name
 		sub.mu.Unlock()
 	}
-	heartbeat := watch.heartbeat()
+	var heartbeat any // null: the pull requests ask for no heartbeat
+	if hb, seen := watch.heartbeat(); seen && hb > 0 {
+		heartbeat = hb
+	} else if !seen && req.IdleHeartbeatS != nil {
+		heartbeat = *req.IdleHeartbeatS // accepted as given: PullHeartbeat refuses, never adjusts
+	} else if !seen {
+		heartbeat = orderedDefaultHeartbeatS
+	}
 	sub.started(cc)
 	go sub.watchConsumerName(cons)
 	return map[string]any{"effective_idle_heartbeat_s": heartbeat}, nil
@@ -866,6 +878,12 @@ func (d *driver) stop(id string) (any, error) {
 // ---------------------------------------------------------------------------------------------------------------
 // The effective heartbeat: what the client really asked the server for in its pull request
 
+const pullRequestSubject = "$JS.API.CONSUMER.MSG.NEXT."
+
+// What the ordered consumer's Consume uses when no PullHeartbeat is given (jetstream/pull.go setDefaults: 5 s with
+// the default 30 s PullExpiry); only the fallback when the pull requests cannot be watched.
+const orderedDefaultHeartbeatS = 5.0
+
 type pullRequestWatch struct {
 	sub *nats.Subscription
 	nc  *nats.Conn
@@ -876,7 +894,7 @@ type pullRequestWatch struct {
 // requests, to read the idle_heartbeat the client puts in them. Without permission to listen it finds nothing.
 func watchPullRequests(nc *nats.Conn, stream string) *pullRequestWatch {
 	w := &pullRequestWatch{nc: nc, got: make(chan float64, 1)}
-	sub, err := nc.Subscribe("$JS.API.CONSUMER.MSG.NEXT."+stream+".>", func(m *nats.Msg) {
+	sub, err := nc.Subscribe(pullRequestSubject+stream+".>", func(m *nats.Msg) {
 		var body struct {
 			Heartbeat int64 `json:"idle_heartbeat"`
 		}
@@ -899,22 +917,19 @@ func (w *pullRequestWatch) cancel() {
 	}
 }
 
-// heartbeat is the first pull request's idle heartbeat in seconds, or nil when none was seen (or it was 0).
-func (w *pullRequestWatch) heartbeat() any {
+// heartbeat is the first pull request's idle heartbeat in seconds; seen is false when none was seen in time.
+func (w *pullRequestWatch) heartbeat() (seconds float64, seen bool) {
 	if w.sub == nil {
-		return nil
+		return 0, false
 	}
 	defer w.sub.Unsubscribe()
 	_ = w.nc.FlushTimeout(2 * time.Second)
 	select {
 	case hb := <-w.got:
-		if hb == 0 {
-			return nil
-		}
-		return hb
+		return hb, true
 	case <-time.After(500 * time.Millisecond):
-		log.Printf("no pull request seen: effective heartbeat unknown")
-		return nil
+		log.Printf("no pull request seen: effective heartbeat taken from the client's documented default")
+		return 0, false
 	}
 }
 
