@@ -249,8 +249,9 @@ async def test_a_stalled_wire_is_reported_as_missed_heartbeats_by_consume_and_fe
     await pull_consumer(js, name, "C")
     await pull_consumer(js, name, "F")
     await connected(driver, proxy.url)
-    await driver.ok("consume", session="s", sub="c", stream=name, consumer="C", idle_heartbeat_s=HEARTBEAT,
-                    expires_s=None, max_messages=None)  # fmt: skip
+    consume = await driver.ok("consume", session="s", sub="c", stream=name, consumer="C", idle_heartbeat_s=HEARTBEAT,
+                              expires_s=None, max_messages=None)  # fmt: skip
+    assert consume == {"effective_idle_heartbeat_s": HEARTBEAT}
     await publish(js, name, 2)
     await driver.until(lambda: len(driver.deliveries("c")) == 2)
     # Stall once the fetch's pull request reached the server (the proxy holds only server->client bytes).
@@ -266,6 +267,7 @@ async def test_a_stalled_wire_is_reported_as_missed_heartbeats_by_consume_and_fe
     assert driver.events("c", "missed-heartbeat")[0]["detail"].startswith("jetstream.ErrNoHeartbeat")
     ended = await fetch
     assert ended["error"]["kind"] == "missed-heartbeat" and ended["took_s"] < 3.0
+    assert ended["effective_idle_heartbeat_s"] == HEARTBEAT
     proxy.release()
     await publish(js, name, 1)
     await driver.until(lambda: len(driver.deliveries("c")) == 3)
@@ -283,6 +285,7 @@ async def test_a_fetch_with_fewer_messages_ends_at_its_expiry_as_a_timeout(drive
                              idle_heartbeat_s=None)  # fmt: skip
     assert sequences(result["deliveries"]) == [(1, 1), (2, 2)]
     assert result["error"]["kind"] == "timeout" and 0.9 < result["took_s"] < 2.0
+    assert result["effective_idle_heartbeat_s"] is None  # Fetch sends no heartbeat for an expiry under 10 s
     missing = await driver.call("fetch", session="s", stream=name, consumer="NOPE", batch=1, expires_s=1.0,
                                 idle_heartbeat_s=None)  # fmt: skip
     assert (missing["error"]["kind"], missing["error"]["code"], missing["error"]["err_code"]) == ("api", 404, 10014)
@@ -317,6 +320,7 @@ async def test_push_consumers_exist_in_this_nats_go_and_deliver(driver, stream, 
     result = await driver.ok("push", session="s", sub="p", stream=name, subject=f"{name}.>", idle_heartbeat_s=1.0)
     await driver.until(lambda: len(driver.deliveries("p")) == 2)
     assert {d["consumer"] for d in driver.deliveries("p")} == {result["consumer"]}
+    assert result["effective_idle_heartbeat_s"] == 1.0
 
 
 @pytest.mark.asyncio

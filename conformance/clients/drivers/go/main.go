@@ -245,13 +245,27 @@ func clientVersion() string {
 
 func (d *driver) hello() map[string]any {
 	return map[string]any{
-		"protocol": protocolVersion,
-		"client":   "nats.go",
-		"version":  clientVersion(),
-		"runtime":  runtime.Version(),
-		"mono_ns":  monoNs(),
-		"ops":      implementedOps,
+		"protocol":  protocolVersion,
+		"client":    "nats.go",
+		"version":   clientVersion(),
+		"runtime":   runtime.Version(),
+		"mono_ns":   monoNs(),
+		"ops":       implementedOps,
+		"libraries": libraries(),
 	}
+}
+
+// libraries are the exact versions of the client's modules built in (nats.go and what it brings).
+func libraries() map[string]string {
+	found := map[string]string{}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if strings.HasPrefix(dep.Path, "github.com/nats-io/") {
+				found[dep.Path] = dep.Version
+			}
+		}
+	}
+	return found
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -712,14 +726,7 @@ func (d *driver) ordered(req *request) (any, error) {
 		sub.consumer = info.Name
 		sub.mu.Unlock()
 	}
-	var heartbeat any // null: the pull requests ask for no heartbeat
-	if hb, seen := watch.heartbeat(); seen && hb > 0 {
-		heartbeat = hb
-	} else if !seen && req.IdleHeartbeatS != nil {
-		heartbeat = *req.IdleHeartbeatS // accepted as given: PullHeartbeat refuses, never adjusts
-	} else if !seen {
-		heartbeat = orderedDefaultHeartbeatS
-	}
+	heartbeat := watch.effective(req.IdleHeartbeatS, orderedDefaultHeartbeatS)
 	sub.started(cc)
 	go sub.watchConsumerName(cons)
 	return map[string]any{"effective_idle_heartbeat_s": heartbeat}, nil
@@ -754,12 +761,16 @@ func (d *driver) push(req *request) (any, error) {
 		d.forget(sub)
 		return nil, err
 	}
-	name := cons.CachedInfo().Name
+	info := cons.CachedInfo()
 	sub.mu.Lock()
-	sub.consumer = name
+	sub.consumer = info.Name
 	sub.mu.Unlock()
 	sub.started(cc)
-	return map[string]any{"consumer": name}, nil
+	var heartbeat any // push Consume watches the consumer's own idle_heartbeat (2 intervals); null: none
+	if info.Config.IdleHeartbeat > 0 {
+		heartbeat = info.Config.IdleHeartbeat.Seconds()
+	}
+	return map[string]any{"consumer": info.Name, "effective_idle_heartbeat_s": heartbeat}, nil
 }
 
 // acking wraps a handler so each message is acknowledged after it was streamed.
@@ -799,13 +810,38 @@ func (d *driver) consume(req *request) (any, error) {
 		opts = append(opts, jetstream.PullMaxMessages(*req.MaxMessages))
 	}
 	sub.consumer = req.Consumer
+	watch := watchPullRequests(s.nc, req.Stream)
 	cc, err := cons.Consume(acking(sub), opts...)
 	if err != nil {
+		watch.cancel()
 		d.forget(sub)
 		return nil, err
 	}
+	heartbeat := watch.effective(req.IdleHeartbeatS, consumeDefaultHeartbeat(req.ExpiresS))
 	sub.started(cc)
-	return nil, nil
+	return map[string]any{"effective_idle_heartbeat_s": heartbeat}, nil
+}
+
+// consumeDefaultHeartbeat is Consume's heartbeat when no PullHeartbeat is given (jetstream/pull.go setDefaults:
+// half the expiry, at most 30 s; the expiry defaults to jetstream.DefaultExpires).
+func consumeDefaultHeartbeat(expiresS *float64) float64 {
+	expires := jetstream.DefaultExpires
+	if expiresS != nil {
+		expires = seconds(*expiresS)
+	}
+	return min(expires/2, 30*time.Second).Seconds()
+}
+
+// fetchHeartbeat is the heartbeat a Fetch asks for (jetstream/pull.go fetchWithOpts): FetchHeartbeat as given (no
+// lower bound, unlike PullHeartbeat), else 5 s for an expiry of 10 s or more and none below.
+func fetchHeartbeat(heartbeatS *float64, expiresS float64) any {
+	switch {
+	case heartbeatS != nil:
+		return *heartbeatS
+	case seconds(expiresS) >= 10*time.Second:
+		return 5.0
+	}
+	return nil
 }
 
 func (d *driver) fetch(req *request) (any, error) {
@@ -860,7 +896,10 @@ func (d *driver) fetch(req *request) (any, error) {
 		ending = map[string]any{"kind": "timeout", "detail": fmt.Sprintf(
 			"MessageBatch.Error() = nil after %d of %d messages", received, *req.Batch)}
 	}
-	return map[string]any{"deliveries": deliveries, "error": ending, "took_s": took}, nil
+	return map[string]any{
+		"deliveries": deliveries, "error": ending, "took_s": took,
+		"effective_idle_heartbeat_s": fetchHeartbeat(req.IdleHeartbeatS, *req.ExpiresS),
+	}, nil
 }
 
 func (d *driver) stop(id string) (any, error) {
@@ -915,6 +954,21 @@ func (w *pullRequestWatch) cancel() {
 	if w.sub != nil {
 		_ = w.sub.Unsubscribe()
 	}
+}
+
+// effective is the heartbeat the first pull request asked for (null: none); when the request could not be seen,
+// the one given (PullHeartbeat refuses a bad value, never adjusts it) or else the client's default.
+func (w *pullRequestWatch) effective(given *float64, fallback float64) any {
+	if hb, seen := w.heartbeat(); seen {
+		if hb == 0 {
+			return nil
+		}
+		return hb
+	}
+	if given != nil {
+		return *given
+	}
+	return fallback
 }
 
 // heartbeat is the first pull request's idle heartbeat in seconds; seen is false when none was seen in time.
