@@ -12,8 +12,8 @@ Driver rows need node (nats.js) or Go (nats.go); without them the row is skipped
 
 from __future__ import annotations
 
+import functools
 import os
-import shutil
 import subprocess
 import sys
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from jetcheck.config import ConfigError
+from jetcheck.conformance.clients.build import find_go, go_required, need_tool
 from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.records import RESULTS_FILE, CheckResult, read_results
 
@@ -86,7 +88,6 @@ PROTOCOL_MODES = (
     "drop-deliveries-after-reset",
 )
 VARIANTS = {"nats-py": (*PROTOCOL_MODES, "never-reset"), "nats.js": PROTOCOL_MODES, "nats.go": PROTOCOL_MODES}
-TOOLCHAIN = {"nats.js": "node", "nats.go": "go"}  # what a driver client needs on PATH
 
 
 @dataclass(frozen=True)
@@ -124,10 +125,17 @@ class ClientProof:
 PROOFS = [ClientProof(client, variant) for client in REFERENCE for variant in ("", *VARIANTS[client])]
 
 
+@functools.cache
 def missing_toolchain(client: str) -> str:
-    tool = TOOLCHAIN.get(client)
-    if tool and shutil.which(tool) is None:
-        return f"{client} needs {tool} on PATH to build its driver"
+    """Why `client`'s driver cannot be built here (the build's own one line), or "" when it can."""
+    try:
+        if client == "nats.js":
+            need_tool("node", client)
+            need_tool("npm", client)
+        elif client == "nats.go":
+            find_go(go_required())
+    except ConfigError as exc:
+        return str(exc)
     return ""
 
 
@@ -181,3 +189,15 @@ def test_a_client_variant_breaks_exactly_its_rules(certified, case):
     changed = {check_name(r): f"{baseline.get(check_name(r))} -> {r.status}: {r.message[:200]}" for r in results
                if r.id not in case.breaks | case.may and r.status != baseline.get(check_name(r))}  # fmt: skip
     assert not changed, f"{case.spelling} changed checks of rules it should not break: {changed}"
+
+
+def test_a_driver_row_without_its_toolchain_says_what_is_missing(monkeypatch):
+    """Without node on PATH the nats.js rows are skipped with the driver build's own one-line reason."""
+    monkeypatch.setenv("PATH", "")
+    missing_toolchain.cache_clear()
+    try:
+        assert missing_toolchain("nats.js") == "the nats.js driver needs node, which is not on PATH " \
+            "(install Node.js >= 20 with npm)"  # fmt: skip
+        assert missing_toolchain("nats-py") == ""
+    finally:
+        missing_toolchain.cache_clear()
