@@ -17,6 +17,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from packaging.version import Version
+
 from jetcheck.config import ConfigError
 from jetcheck.fixtures.binaries import default_cache_dir
 
@@ -25,6 +27,7 @@ JS_PACKAGE = "@nats-io/jetstream"
 GO_MODULE = "github.com/nats-io/nats.go"
 BUILD_TIMEOUT_S = 600
 DONE = ".built"  # written last into a finished build
+GO_PLACES = ("/usr/local/go/bin/go", str(Path.home() / "go" / "bin" / "go"))  # Go's tarball, `go install`ed Gos
 
 
 def cache_root() -> Path:
@@ -76,7 +79,7 @@ def find_go(required: tuple[int, ...]) -> tuple[str, dict[str, str]]:
     PATH's go, then the official tarball's /usr/local/go/bin/go; a go >= 1.21 older than required may fetch the
     required toolchain itself through the module proxy (GOTOOLCHAIN=auto)."""
     env = dict(os.environ)
-    candidates = [shutil.which("go"), "/usr/local/go/bin/go", str(Path.home() / "go" / "bin" / "go")]
+    candidates = [shutil.which("go"), *GO_PLACES]
     found: list[tuple[tuple[int, ...], str]] = []
     for candidate in dict.fromkeys(c for c in candidates if c and os.access(c, os.X_OK)):
         version = _go_version(candidate)
@@ -121,10 +124,12 @@ def _run(command: list[str], cwd: Path, what: str, env: dict[str, str] | None = 
     except subprocess.TimeoutExpired:
         raise ConfigError(f"{what}: `{' '.join(command)}` took more than {BUILD_TIMEOUT_S} s") from None
     if proc.returncode != 0:
-        lines = [line for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]
-        errors = [line for line in lines if re.search(r"err|not found|no matching|invalid", line, re.IGNORECASE)]
-        last = (errors or lines or [f"exit status {proc.returncode}"])[-1].strip()
-        raise ConfigError(f"{what}: `{' '.join(command[:3])}` failed: {last}")
+        lines = [line.strip() for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]
+        lines = [line for line in lines if not re.search(r"complete log of this run|^npm error code", line)]
+        telling = [line for line in lines if re.search(r"no matching|not found|unknown revision|invalid", line, re.I)]
+        errors = [line for line in lines if re.search(r"err", line, re.IGNORECASE)]
+        said = telling[0] if telling else (errors or lines or [f"exit status {proc.returncode}"])[-1]
+        raise ConfigError(f"{what}: `{' '.join(command[:3])}` failed: {said}")
 
 
 def _built(final: Path, source: Path, build: Callable[[Path], None]) -> Path:
@@ -153,8 +158,9 @@ def _built(final: Path, source: Path, build: Callable[[Path], None]) -> Path:
 def js_driver(version: str = "", cache: Path | None = None, source: Path = SOURCES / "js") -> list[str]:
     """The command running the nats.js driver for @nats-io/jetstream `version` (the lockfile's by default).
 
-    The lockfile's version installs with `npm ci` (exactly what the repo pins). Another version installs every
-    @nats-io/* dependency of package.json at that version (they are released together) with `npm install`."""
+    The lockfile's version installs with `npm ci` (exactly what the repo pins). For another version, @nats-io/jetstream
+    is that release and every other @nats-io/* dependency the newest of its releases not newer than it (they are
+    not always released together: @nats-io/obj has no 3.2.0), installed with `npm install`."""
     node, npm = need_tool("node", "nats.js"), need_tool("npm", "nats.js")
     pinned = js_pinned_version(source)
     if not pinned:
@@ -171,13 +177,33 @@ def js_driver(version: str = "", cache: Path | None = None, source: Path = SOURC
         deps = package.get("dependencies", {})
         for name in deps:
             if name.startswith("@nats-io/"):
-                deps[name] = version
+                deps[name] = _js_release(npm, name, version, exact=name == JS_PACKAGE)
         (staging / "package.json").write_text(json.dumps(package, indent=2) + "\n", encoding="utf-8")
         (staging / "package-lock.json").unlink(missing_ok=True)
         _run([npm, "install", *quiet], staging, what)
 
     built = _built((cache or cache_root()) / "nats.js" / version, source, build)
     return [node, str(built / _js_main(built))]
+
+
+def _js_release(npm: str, package: str, version: str, exact: bool) -> str:
+    """`version` of `package` on npm if it exists (required when `exact`), else its newest release below it."""
+    try:
+        proc = subprocess.run([npm, "view", package, "versions", "--json"], capture_output=True, text=True, timeout=120)
+        releases = json.loads(proc.stdout) if proc.returncode == 0 else []
+    except (subprocess.TimeoutExpired, ValueError):
+        releases = []
+    if not releases:
+        raise ConfigError(f"could not list the releases of {package} on npm (is the registry reachable?)")
+    releases = [releases] if isinstance(releases, str) else releases
+    if version in releases:
+        return version
+    wanted = Version(version)
+    final = [r for r in releases if "-" not in r]  # npm's 3.0.0-35 is a prerelease (packaging reads it as post)
+    if exact or not (older := [r for r in final if Version(r) <= wanted]):
+        newest = ", ".join(sorted(final, key=Version)[-8:])
+        raise ConfigError(f"{package} {version} is not on npm; its latest releases: {newest}")
+    return max(older, key=Version)
 
 
 def _js_main(built: Path) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -10,10 +11,12 @@ import pytest
 
 from jetcheck.cli import main
 from jetcheck.config import ConfigError, resolve
-from jetcheck.conformance.clients import adapter_for
+from jetcheck.conformance.clients import adapter_for, build
 from jetcheck.conformance.clients.build import (
     DONE,
     _built,
+    _js_release,
+    find_go,
     go_pinned_version,
     go_required,
     js_driver,
@@ -131,3 +134,53 @@ def test_prebuild_names_what_is_missing_and_does_not_fail(monkeypatch, capsys):
     assert prebuild() == 0
     err = capsys.readouterr().err
     assert "bootstrap: the nats.js driver needs node, which is not on PATH" in err
+
+
+@pytest.fixture
+def fake_npm(tmp_path) -> str:
+    """An npm whose `view <pkg> versions --json` lists @nats-io/obj's releases (no 3.2.0, one prerelease)."""
+    npm = tmp_path / "npm"
+    npm.write_text('#!/bin/sh\necho \'["3.0.0-35", "3.0.2", "3.3.0", "3.4.0"]\'\n')
+    npm.chmod(0o755)
+    return str(npm)
+
+
+def test_another_js_version_takes_each_packages_newest_release_not_newer(fake_npm):
+    """@nats-io/* packages are not released together: a missing companion release falls back to the one before;
+    npm's 3.0.0-35 is a prerelease, never chosen."""
+    assert _js_release(fake_npm, "@nats-io/obj", "3.4.0", exact=False) == "3.4.0"
+    assert _js_release(fake_npm, "@nats-io/obj", "3.2.0", exact=False) == "3.0.2"
+
+
+def test_a_js_version_not_on_npm_is_one_line_listing_the_releases(fake_npm):
+    with pytest.raises(
+        ConfigError, match=r"@nats-io/jetstream 3\.1\.0 is not on npm; its latest releases: 3\.0\.2, 3\.3\.0, 3\.4\.0$"
+    ):
+        _js_release(fake_npm, "@nats-io/jetstream", "3.1.0", exact=True)
+
+
+def test_no_go_at_all_is_one_line_with_the_version_go_mod_needs(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr(build, "GO_PLACES", ())
+    with pytest.raises(ConfigError, match=r"^the nats\.go driver needs Go >= 1\.26\.0: no go on PATH or in /usr/local"):
+        find_go((1, 26, 0))
+
+
+def test_a_go_too_old_to_fetch_a_toolchain_is_named(monkeypatch, tmp_path):
+    """Debian's go 1.19 can neither build the driver nor fetch a newer toolchain (GOTOOLCHAIN needs 1.21)."""
+    old_go = tmp_path / "go"
+    old_go.write_text("#!/bin/sh\necho go1.19.8\n")
+    old_go.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(build, "GO_PLACES", ())
+    with pytest.raises(ConfigError, match=rf"needs Go >= 1\.26\.0; the newest found is go1\.19\.8 at {old_go}$"):
+        find_go((1, 26, 0))
+
+
+def test_a_go_between_1_21_and_the_required_fetches_the_toolchain(monkeypatch, tmp_path):
+    go = tmp_path / "go"
+    go.write_text("#!/bin/sh\necho go1.24.1\n")
+    go.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(build, "GO_PLACES", ())
+    assert find_go((1, 26, 0)) == (str(go), {**os.environ, "GOTOOLCHAIN": "auto"})

@@ -245,13 +245,27 @@ func clientVersion() string {
 
 func (d *driver) hello() map[string]any {
 	return map[string]any{
-		"protocol": protocolVersion,
-		"client":   "nats.go",
-		"version":  clientVersion(),
-		"runtime":  runtime.Version(),
-		"mono_ns":  monoNs(),
-		"ops":      implementedOps,
+		"protocol":  protocolVersion,
+		"client":    "nats.go",
+		"version":   clientVersion(),
+		"runtime":   runtime.Version(),
+		"mono_ns":   monoNs(),
+		"ops":       implementedOps,
+		"libraries": libraries(),
 	}
+}
+
+// libraries are the exact versions of the client's modules built in (nats.go and what it brings).
+func libraries() map[string]string {
+	found := map[string]string{}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if strings.HasPrefix(dep.Path, "github.com/nats-io/") {
+				found[dep.Path] = dep.Version
+			}
+		}
+	}
+	return found
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -285,7 +299,12 @@ func (d *driver) connect(req *request) (any, error) {
 		nats.ReconnectWait(wait),
 		// The protocol asks for reconnect_wait_s between attempts, not reconnect_wait_s plus a random jitter.
 		nats.ReconnectJitter(0, 0),
-		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			if sub != nil && strings.HasPrefix(sub.Subject, pullRequestSubject) {
+				// The driver's own look at pull requests (watchPullRequests), not the client's report.
+				log.Printf("session %s: watching pull requests: %v", id, err)
+				return
+			}
 			d.event(id, "", "error", describe(err))
 		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Printf("session %s: disconnected: %v", id, err) }),
@@ -691,8 +710,8 @@ func (d *driver) ordered(req *request) (any, error) {
 	}
 	watch := watchPullRequests(s.nc, req.Stream)
 	cc, err := cons.Consume(sub.deliver, opts...)
-	heartbeat := watch.heartbeat()
 	if err != nil {
+		watch.cancel()
 		d.forget(sub)
 		// The ordered consumer creates its server consumer before it checks the options: remove what we made.
 		if info := cons.CachedInfo(); info != nil {
@@ -707,6 +726,7 @@ func (d *driver) ordered(req *request) (any, error) {
 		sub.consumer = info.Name
 		sub.mu.Unlock()
 	}
+	heartbeat := watch.effective(req.IdleHeartbeatS, orderedDefaultHeartbeatS)
 	sub.started(cc)
 	go sub.watchConsumerName(cons)
 	return map[string]any{"effective_idle_heartbeat_s": heartbeat}, nil
@@ -741,12 +761,16 @@ func (d *driver) push(req *request) (any, error) {
 		d.forget(sub)
 		return nil, err
 	}
-	name := cons.CachedInfo().Name
+	info := cons.CachedInfo()
 	sub.mu.Lock()
-	sub.consumer = name
+	sub.consumer = info.Name
 	sub.mu.Unlock()
 	sub.started(cc)
-	return map[string]any{"consumer": name}, nil
+	var heartbeat any // push Consume watches the consumer's own idle_heartbeat (2 intervals); null: none
+	if info.Config.IdleHeartbeat > 0 {
+		heartbeat = info.Config.IdleHeartbeat.Seconds()
+	}
+	return map[string]any{"consumer": info.Name, "effective_idle_heartbeat_s": heartbeat}, nil
 }
 
 // acking wraps a handler so each message is acknowledged after it was streamed.
@@ -786,13 +810,38 @@ func (d *driver) consume(req *request) (any, error) {
 		opts = append(opts, jetstream.PullMaxMessages(*req.MaxMessages))
 	}
 	sub.consumer = req.Consumer
+	watch := watchPullRequests(s.nc, req.Stream)
 	cc, err := cons.Consume(acking(sub), opts...)
 	if err != nil {
+		watch.cancel()
 		d.forget(sub)
 		return nil, err
 	}
+	heartbeat := watch.effective(req.IdleHeartbeatS, consumeDefaultHeartbeat(req.ExpiresS))
 	sub.started(cc)
-	return nil, nil
+	return map[string]any{"effective_idle_heartbeat_s": heartbeat}, nil
+}
+
+// consumeDefaultHeartbeat is Consume's heartbeat when no PullHeartbeat is given (jetstream/pull.go setDefaults:
+// half the expiry, at most 30 s; the expiry defaults to jetstream.DefaultExpires).
+func consumeDefaultHeartbeat(expiresS *float64) float64 {
+	expires := jetstream.DefaultExpires
+	if expiresS != nil {
+		expires = seconds(*expiresS)
+	}
+	return min(expires/2, 30*time.Second).Seconds()
+}
+
+// fetchHeartbeat is the heartbeat a Fetch asks for (jetstream/pull.go fetchWithOpts): FetchHeartbeat as given (no
+// lower bound, unlike PullHeartbeat), else 5 s for an expiry of 10 s or more and none below.
+func fetchHeartbeat(heartbeatS *float64, expiresS float64) any {
+	switch {
+	case heartbeatS != nil:
+		return *heartbeatS
+	case seconds(expiresS) >= 10*time.Second:
+		return 5.0
+	}
+	return nil
 }
 
 func (d *driver) fetch(req *request) (any, error) {
@@ -819,7 +868,9 @@ func (d *driver) fetch(req *request) (any, error) {
 		return nil, err
 	}
 	deliveries := []map[string]any{}
+	received := 0
 	for msg := range batch.Messages() {
+		received++
 		record, err := deliveryRecord(msg)
 		if err != nil {
 			log.Printf("fetch: a message without JetStream metadata: %v", err)
@@ -840,12 +891,15 @@ func (d *driver) fetch(req *request) (any, error) {
 		ending = map[string]any{"kind": "missed-heartbeat", "detail": describe(batchErr)}
 	case batchErr != nil && !errors.Is(batchErr, jetstream.ErrNoHeartbeat):
 		ending = map[string]any{"kind": "error", "detail": describe(batchErr)}
-	case len(deliveries) < *req.Batch:
+	case received < *req.Batch:
 		// The client ends an expired fetch without an error (MessageBatch.Error() is nil): that is its timeout.
 		ending = map[string]any{"kind": "timeout", "detail": fmt.Sprintf(
-			"MessageBatch.Error() = nil after %d of %d messages", len(deliveries), *req.Batch)}
+			"MessageBatch.Error() = nil after %d of %d messages", received, *req.Batch)}
 	}
-	return map[string]any{"deliveries": deliveries, "error": ending, "took_s": took}, nil
+	return map[string]any{
+		"deliveries": deliveries, "error": ending, "took_s": took,
+		"effective_idle_heartbeat_s": fetchHeartbeat(req.IdleHeartbeatS, *req.ExpiresS),
+	}, nil
 }
 
 func (d *driver) stop(id string) (any, error) {
@@ -863,6 +917,12 @@ func (d *driver) stop(id string) (any, error) {
 // ---------------------------------------------------------------------------------------------------------------
 // The effective heartbeat: what the client really asked the server for in its pull request
 
+const pullRequestSubject = "$JS.API.CONSUMER.MSG.NEXT."
+
+// What the ordered consumer's Consume uses when no PullHeartbeat is given (jetstream/pull.go setDefaults: 5 s with
+// the default 30 s PullExpiry); only the fallback when the pull requests cannot be watched.
+const orderedDefaultHeartbeatS = 5.0
+
 type pullRequestWatch struct {
 	sub *nats.Subscription
 	nc  *nats.Conn
@@ -873,7 +933,7 @@ type pullRequestWatch struct {
 // requests, to read the idle_heartbeat the client puts in them. Without permission to listen it finds nothing.
 func watchPullRequests(nc *nats.Conn, stream string) *pullRequestWatch {
 	w := &pullRequestWatch{nc: nc, got: make(chan float64, 1)}
-	sub, err := nc.Subscribe("$JS.API.CONSUMER.MSG.NEXT."+stream+".>", func(m *nats.Msg) {
+	sub, err := nc.Subscribe(pullRequestSubject+stream+".>", func(m *nats.Msg) {
 		var body struct {
 			Heartbeat int64 `json:"idle_heartbeat"`
 		}
@@ -890,22 +950,40 @@ func watchPullRequests(nc *nats.Conn, stream string) *pullRequestWatch {
 	return w
 }
 
-// heartbeat is the first pull request's idle heartbeat in seconds, or nil when none was seen (or it was 0).
-func (w *pullRequestWatch) heartbeat() any {
+func (w *pullRequestWatch) cancel() {
+	if w.sub != nil {
+		_ = w.sub.Unsubscribe()
+	}
+}
+
+// effective is the heartbeat the first pull request asked for (null: none); when the request could not be seen,
+// the one given (PullHeartbeat refuses a bad value, never adjusts it) or else the client's default.
+func (w *pullRequestWatch) effective(given *float64, fallback float64) any {
+	if hb, seen := w.heartbeat(); seen {
+		if hb == 0 {
+			return nil
+		}
+		return hb
+	}
+	if given != nil {
+		return *given
+	}
+	return fallback
+}
+
+// heartbeat is the first pull request's idle heartbeat in seconds; seen is false when none was seen in time.
+func (w *pullRequestWatch) heartbeat() (seconds float64, seen bool) {
 	if w.sub == nil {
-		return nil
+		return 0, false
 	}
 	defer w.sub.Unsubscribe()
 	_ = w.nc.FlushTimeout(2 * time.Second)
 	select {
 	case hb := <-w.got:
-		if hb == 0 {
-			return nil
-		}
-		return hb
+		return hb, true
 	case <-time.After(500 * time.Millisecond):
-		log.Printf("no pull request seen: effective heartbeat unknown")
-		return nil
+		log.Printf("no pull request seen: effective heartbeat taken from the client's documented default")
+		return 0, false
 	}
 }
 

@@ -46,8 +46,10 @@ const DELIVER_POLICIES = {
   last_per_subject: DeliverPolicy.LastPerSubject,
 };
 // Consumer notifications that are the client's routine bookkeeping, not reports to the application about a
-// problem: every pull request ("next"), every heartbeat and flow-control message, every expired pull ("discard").
+// problem: every pull request ("next"), every heartbeat and flow-control message, every expired pull ("discard",
+// or "debug" with the server's 408 when the expired request had nothing left to deliver).
 const ROUTINE = new Set(["next", "heartbeat", "flow_control", "discard"]);
+const routine = (s) => ROUTINE.has(s.type) || (s.type === "debug" && s.code === 408);
 
 function log(text) {
   process.stderr.write(`nats.js driver: ${text}\n`);
@@ -238,7 +240,7 @@ function follow(sub, messages, ack) {
   const statuses = messages.status(); // taken before anything is yielded, so no early notification is missed
   (async () => {
     for await (const s of statuses) {
-      if (!ROUTINE.has(s.type)) event(sub.session.id, sub, kindOf(s.type), describe(s));
+      if (!routine(s)) event(sub.session.id, sub, kindOf(s.type), describe(s));
     }
   })().catch((err) => log(`status of ${sub.id}: ${err?.message}`));
   (async () => {
@@ -363,7 +365,15 @@ const handlers = {
   async connect(req) {
     const id = need(req, "session", "string");
     if (sessions.has(id)) throw new RequestError("invalid", `session ${JSON.stringify(id)} exists already`);
-    const nc = await connect(connectOptions(req));
+    const options = connectOptions(req);
+    let nc;
+    try {
+      nc = await connect(options);
+    } catch (err) {
+      // Node's own socket and TLS errors (certificate not trusted, name mismatch) are connection failures too.
+      if (errorRecord(err).kind !== "other") throw err;
+      throw new RequestError("connection", `${err?.constructor?.name}: ${err?.message}`);
+    }
     const session = new Session(id, nc);
     sessions.set(id, session);
     (async () => {
@@ -391,8 +401,9 @@ const handlers = {
     const policy = DELIVER_POLICIES[start.deliver_policy ?? "all"];
     if (!policy) throw new RequestError("invalid", `unknown deliver_policy ${JSON.stringify(start.deliver_policy)}`);
     options.deliver_policy = policy;
-    if (policy === DeliverPolicy.StartSequence) options.opt_start_seq = need(start, "seq", "number");
-    if (policy === DeliverPolicy.StartTime) options.opt_start_time = need(start, "time", "string");
+    const startArg = { op: "ordered's start", ...start };
+    if (policy === DeliverPolicy.StartSequence) options.opt_start_seq = need(startArg, "seq", "number");
+    if (policy === DeliverPolicy.StartTime) options.opt_start_time = need(startArg, "time", "string");
     if (req.inactive_threshold_s !== null && req.inactive_threshold_s !== undefined) {
       options.inactive_threshold = ms(req.inactive_threshold_s);
     }
@@ -426,7 +437,9 @@ const handlers = {
       const info = await jsm.consumers.add(stream, config);
       const consumer = await session.js.consumers.getPushConsumer(stream, info.name);
       follow(sub, await consumer.consume(), false);
-      return { consumer: info.name };
+      // The client watches the consumer's own idle_heartbeat as configured (it raises no push heartbeat).
+      const configured = info.config.idle_heartbeat;
+      return { consumer: info.name, effective_idle_heartbeat_s: configured ? configured / 1e9 : null };
     } catch (err) {
       forget(sub);
       throw err;
@@ -440,8 +453,9 @@ const handlers = {
     const sub = newSub(req, session);
     try {
       const consumer = await session.js.consumers.get(stream, name);
-      follow(sub, await consumer.consume(consumeOptions(req)), true);
-      return {};
+      const messages = await consumer.consume(consumeOptions(req));
+      follow(sub, messages, true);
+      return { effective_idle_heartbeat_s: effectiveHeartbeatS(messages) };
     } catch (err) {
       forget(sub);
       throw err;
@@ -460,13 +474,13 @@ const handlers = {
       max_messages: batch,
     });
     const notes = [];
-    (async () => {
+    const noted = (async () => {
       for await (const s of messages.status()) {
         if (s.type !== "next" && s.type !== "heartbeat") notes.push(s);
       }
     })().catch(() => {});
     const deliveries = [];
-    let error = null;
+    let failure = null;
     try {
       for await (const m of messages) {
         m.ack();
@@ -475,14 +489,17 @@ const handlers = {
         if (modes.has("duplicate-delivery")) deliveries.push(record);
       }
     } catch (err) {
-      error = fetchError(err, notes);
+      failure = err;
     }
     const tookS = Number(process.hrtime.bigint() - started) / 1e9;
+    // The client stops its status listeners as the fetch ends: let ours take what was queued before.
+    await Promise.race([noted, new Promise((resolve) => setTimeout(resolve, 50))]);
+    let error = failure ? fetchError(failure, notes) : null;
     if (!error && deliveries.length < batch) {
       const said = notes.length ? notes.map(describe).join("; ") : "nothing";
       error = { kind: "timeout", detail: `the fetch ended with ${deliveries.length} of ${batch}; the client said ${said}` };
     }
-    return { deliveries, error, took_s: tookS };
+    return { deliveries, error, took_s: tookS, effective_idle_heartbeat_s: effectiveHeartbeatS(messages) };
   },
 
   async stop(req) {
