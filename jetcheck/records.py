@@ -52,6 +52,7 @@ class CheckResult:
     observed: dict[str, Any] = field(default_factory=dict)  # version-dependent behaviour seen, timings
     server_log: str = ""  # server log lines written while a failing check ran
     subject: str = "server"  # one of SUBJECTS: a failure of a "client" rule may be the client library's
+    detail: str = ""  # the raw assertion text behind a fail/error message, for a collapsed view
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
