@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -14,7 +15,8 @@ from jetcheck.config import OPTIONS, Config, add_option_arguments, cli_flag, res
 from jetcheck.fixtures.binaries import system_binary, wheel_binary
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.target import Target, probe
-from jetcheck.records import JUNIT_FILE, RESULTS_FILE, STATUSES, SUBJECTS, CheckResult, read_results
+from jetcheck.records import JUNIT_FILE, RESULTS_FILE, RUN_FILE, STATUSES, CheckResult, read_results
+from jetcheck.verdict import FAILING, judge
 
 CHECKS_PACKAGE = "jetcheck.conformance.checks"
 CERTIFY_INI = Path(__file__).with_name("certify.ini")
@@ -26,7 +28,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "certify",
         help="run the conformance suite against a server",
         description="Run the conformance suite; write results.jsonl, run.json and junit.xml into --out. "
-        "Exit 0 only if every MUST check passed or was na. Arguments after -- go to pytest.",
+        "Exit 0 only if the run finished and no MUST check failed or errored (skip and na do not fail); 1 when "
+        "one did; 2 when the run did not finish. Arguments after -- go to pytest.",
     )
     add_option_arguments(parser, [option.name for option in CLI_OPTIONS])
     parser.add_argument("--out", default="jetcheck-results", help="result directory (default: %(default)s)")
@@ -67,7 +70,7 @@ def pytest_environment(cfg: Config) -> dict[str, str]:
 def run_checks(cfg: Config, pytest_args: list[str]) -> int:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    for stale in (RESULTS_FILE, JUNIT_FILE):
+    for stale in (RESULTS_FILE, RUN_FILE, JUNIT_FILE):
         (out / stale).unlink(missing_ok=True)
     extra = pytest_args[1:] if pytest_args[:1] == ["--"] else pytest_args
     command = [
@@ -89,6 +92,7 @@ def run_checks(cfg: Config, pytest_args: list[str]) -> int:
 
 
 def summarise(results: list[CheckResult]) -> str:
+    """Counts by area and status, then each failing or erroring check in one line."""
     by_area: dict[str, Counter] = defaultdict(Counter)
     for result in results:
         by_area[result.area][result.status] += 1
@@ -99,39 +103,33 @@ def summarise(results: list[CheckResult]) -> str:
     total = Counter(r.status for r in results)
     lines.append(f"{'total':<{width}}  " + "  ".join(f"{total[s]:>5}" for s in STATUSES))
     for result in results:
-        if result.status in ("fail", "error"):
+        if result.status in FAILING:
             first = result.message.strip().splitlines()[0] if result.message.strip() else ""
             lines.append(f"{result.status.upper():5} {result.level:6} {result.subject:6} {result.id}: {first}")
-    lines.append("")
-    for subject in SUBJECTS:
-        of_subject = [r for r in results if r.subject == subject]
-        if of_subject:
-            whose = (
-                "the server alone"
-                if subject == "server"
-                else f"with client {of_subject[0].client['name']} {of_subject[0].client['version']}"
-            )
-            lines.append(
-                f"{subject} rules ({whose}): {len(of_subject)} checks, "
-                f"{len(must_failures(of_subject))} MUST checks neither pass nor na"
-            )
     return "\n".join(lines)
 
 
-def must_failures(results: list[CheckResult]) -> list[CheckResult]:
-    return [r for r in results if r.level == "MUST" and r.status not in ("pass", "na")]
+def _run_info(out: Path) -> dict | None:
+    try:
+        return json.loads((out / RUN_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except json.JSONDecodeError as exc:
+        raise TargetError(f"{out / RUN_FILE} is not valid JSON: {exc}") from None
 
 
 def certify_command(args: argparse.Namespace) -> int:
     cfg = resolve_from_args(args)
     preflight(cfg)
     pytest_status = run_checks(cfg, args.pytest_args)
-    results_path = Path(cfg.out) / RESULTS_FILE
+    out = Path(cfg.out)
+    results_path = out / RESULTS_FILE
     if not results_path.exists():
         raise TargetError(f"no checks ran (pytest exit status {pytest_status}); see the output above")
     results = list(read_results(results_path))
+    verdict = judge(results, _run_info(out))
     print()
     print(summarise(results))
-    failing = must_failures(results)
-    print(f"\nresults: {results_path}  ({len(results)} checks; {len(failing)} MUST checks neither pass nor na)")
-    return 1 if failing else 0
+    print(f"\nresults: {results_path}  ({len(results)} checks)")
+    print("\n".join(verdict.lines()))
+    return verdict.exit_code()

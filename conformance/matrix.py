@@ -12,6 +12,7 @@ from typing import Any
 from jetcheck.fixtures.binaries import binary_version, system_binary
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.records import RESULTS_FILE, STATUSES, CheckResult, read_results
+from jetcheck.verdict import rule_statuses
 
 # The servers a user meets: Debian's 2.9.10, then the last release of each line on the index.
 DEFAULT_VERSIONS = ("2.9.10", "2.10.26", "2.11.11", "2.12.8", "2.14.6", "2.15.1")
@@ -42,13 +43,8 @@ def server_arguments(version: str) -> list[str]:
 
 
 def rule_status(results: list[CheckResult]) -> dict[str, str]:
-    """One status per rule: the worst of its checks (fail > error > skip > na > pass)."""
-    order = {"fail": 4, "error": 3, "skip": 2, "na": 1, "pass": 0}
-    worst: dict[str, str] = {}
-    for result in results:
-        if order[result.status] >= order[worst.get(result.id, "pass")]:
-            worst[result.id] = result.status
-    return worst
+    """One status per rule: the worst of its checks, in jetcheck.verdict's order."""
+    return rule_statuses(results)
 
 
 def is_measurement(key: str) -> bool:

@@ -81,6 +81,8 @@ class RunState:
     target: Target | None = None
     server: ServerInfo | None = None
     failure: str = ""  # why the target could not be reached, once it failed
+    stopped_reason: str = ""  # why the run stopped before its last check (the target died), "" when it did not
+    collected: int | None = None  # checks collected (after deselection), once collection finished
     results: list[CheckResult] = field(default_factory=list)
     cleanup_problems: list[str] = field(default_factory=list)
     names: itertools.count = field(default_factory=itertools.count)
@@ -246,6 +248,10 @@ def _is_check(item: pytest.Item) -> bool:
 def pytest_collection_finish(session: pytest.Session) -> None:
     if not any(RULE in item.stash for item in session.items):
         return
+    state = _state(session.config)
+    state.collected = sum(RULE in item.stash for item in session.items)
+    # written now without finished_at, so a run that never reaches its end reads as unfinished (jetcheck.verdict)
+    _write_run(state)
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         shown = " ".join(f"{k}={v}" for k, v in _state(session.config).config.redacted().items() if v != "")
@@ -392,8 +398,18 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if state is None:
         return
     state.stop()
-    if not state.results:
+    if state.collected is None and not state.results:
         return
+    _write_run(
+        state,
+        finished_at=_now(),
+        interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
+        stopped_reason=state.stopped_reason or state.failure,
+    )
+
+
+def _write_run(state: RunState, **end: Any) -> None:
+    """run.json: once when collection finished (no finished_at yet), again at the session's end."""
     counts: dict[str, int] = {}
     for result in state.results:
         counts[result.status] = counts.get(result.status, 0) + 1
@@ -401,7 +417,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "run_id": state.run_id,
         "jetcheck_version": jetcheck.__version__,
         "started_at": state.started_at,
-        "finished_at": _now(),
+        "collected": state.collected,
         "options": state.config.redacted(),
         "server": state.server.as_dict() if state.server else {},
         "target": "managed" if state.config.managed else "url",
@@ -409,7 +425,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "python": platform.python_version(),
         "counts": counts,
         "cleanup_problems": state.cleanup_problems,
+        **end,
     }
+    state.out_dir.mkdir(parents=True, exist_ok=True)
     (state.out_dir / RUN_FILE).write_text(json.dumps(run, indent=2, sort_keys=True) + "\n")
 
 

@@ -10,6 +10,7 @@ from jetcheck.reports import compare
 from jetcheck.reports.conformance_report import aggregate_conformance
 from jetcheck.reports.inputs import REPORT_DIR, ResultSet, resolve, resolve_all
 from jetcheck.reports.render import ReportContent, write_report
+from jetcheck.verdict import RunVerdict, overall_exit_code
 
 DEFAULT_OUT = "jetcheck-report"
 
@@ -17,9 +18,21 @@ DEFAULT_OUT = "jetcheck-report"
 @dataclass(frozen=True)
 class ReportOutcome:
     index: Path
-    must_failures: int
     regressions: int
-    must_failures_by_subject: dict[str, int] = field(default_factory=dict)
+    verdicts: list[RunVerdict] = field(default_factory=list)  # one per result set with conformance results
+
+    @property
+    def complete(self) -> bool:
+        """Whether every result set's certify run finished (a load-only report has nothing unfinished)."""
+        return all(verdict.complete for verdict in self.verdicts)
+
+    @property
+    def verdict_lines(self) -> list[str]:
+        return [line for verdict in self.verdicts for line in verdict.lines()]
+
+    def exit_code(self, strict: bool = True) -> int:
+        """The conformance results' exit code, as `jetcheck certify` gives it (jetcheck.verdict)."""
+        return overall_exit_code(self.verdicts, strict)
 
 
 def default_out(result_sets: list[ResultSet]) -> Path:
@@ -68,9 +81,4 @@ def build_report(
         inputs=[str(i) for i in inputs], conformance=conformance, loads=loads, comparison=comparison
     )
     index = write_report(content, out)
-    return ReportOutcome(
-        index,
-        conformance.must_failures,
-        comparison.regressions if comparison else 0,
-        conformance.must_failures_by_subject,
-    )
+    return ReportOutcome(index, comparison.regressions if comparison else 0, conformance.verdicts)

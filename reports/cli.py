@@ -86,8 +86,8 @@ def register(subparsers) -> None:
         help="certify the embedded server (or --server), run a short load, write the report",
         description="Certify against the embedded nats-server (or --server with its credentials), run a ~20 s "
         "publish+consume load, and write the report into one run folder; prints the path of its index.html and "
-        "the verdict. Exit 0 once the report is written, 3 when a step did not complete; with --strict, 1 when a "
-        "MUST check failed.",
+        "the verdict. Exit 0 once the report is written, 3 when a step (or certify's results) did not complete; "
+        "with --strict, 1 when a MUST check failed.",
     )
     add_option_arguments(run, ["server", *CREDENTIAL_OPTIONS])
     run.add_argument("--out", metavar="DIR", help="run folder to create (default: ./jetcheck-run-<time>)")

@@ -16,10 +16,9 @@ import pandas as pd
 from jetcheck.records import LEVELS, STATUSES, CheckResult
 from jetcheck.redact import redact_url
 from jetcheck.reports.inputs import ResultSet
+from jetcheck.verdict import FAILING as FAILED
+from jetcheck.verdict import RunVerdict, worst_status
 
-FAILED = ("fail", "error")
-# When one matrix cell holds several results for a rule, the cell shows the most telling one.
-_CELL_PRIORITY = {"fail": 0, "error": 1, "pass": 2, "na": 3, "skip": 4}
 _URL = re.compile(r"\b(?:nats|tls|wss?|https?)://\S+")
 
 
@@ -41,18 +40,7 @@ class ConformanceTables:
     not_applicable: pd.DataFrame
     matrix: pd.DataFrame  # id, title, level, then one column per (server version, client[, result set])
     run_info: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    @property
-    def must_failures(self) -> int:
-        return sum(self.must_failures_by_subject.values())
-
-    @property
-    def must_failures_by_subject(self) -> dict[str, int]:
-        """MUST checks that failed, counted apart for server rules and client rules."""
-        if self.results.empty:
-            return {}
-        failed = self.results[(self.results["level"] == "MUST") & self.results["status"].isin(FAILED)]
-        return {str(k): int(v) for k, v in failed.groupby("subject").size().items()}
+    verdicts: list[RunVerdict] = field(default_factory=list)  # one per result set with conformance results
 
 
 def results_frame(label: str, results: list[CheckResult]) -> pd.DataFrame:
@@ -92,8 +80,8 @@ def _matrix(results: pd.DataFrame) -> pd.DataFrame:
     shared = frame.groupby("column")["result_set"].nunique()
     repeated = frame["column"].isin(shared[shared > 1].index)
     frame.loc[repeated, "column"] = frame.loc[repeated, "column"] + " (" + frame.loc[repeated, "result_set"] + ")"
-    frame["priority"] = frame["status"].map(_CELL_PRIORITY)
-    cells = frame.sort_values("priority").drop_duplicates(["id", "column"])
+    # a cell holding several results for a rule shows their worst, as `jetcheck matrix` does
+    cells = frame.groupby(["id", "column"], as_index=False)["status"].agg(worst_status)
     wide = cells.pivot(index="id", columns="column", values="status").fillna("")
     order = (
         frame.drop_duplicates("column")
@@ -106,9 +94,11 @@ def _matrix(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def aggregate_conformance(result_sets: list[ResultSet]) -> ConformanceTables:
-    frames = [results_frame(rs.label, rs.results()) for rs in result_sets if rs.certify is not None]
+    with_results = [rs for rs in result_sets if rs.certify is not None]
+    frames = [results_frame(rs.label, rs.results()) for rs in with_results]
     results = pd.concat(frames, ignore_index=True) if frames else results_frame("", [])
     failures = results[results["status"].isin(FAILED)].reset_index(drop=True)
     not_applicable = results[results["status"].isin(("na", "skip"))].reset_index(drop=True)
-    info = {rs.label: rs.run_info() for rs in result_sets if rs.certify is not None}
-    return ConformanceTables(results, _summary(results), failures, not_applicable, _matrix(results), info)
+    info = {rs.label: rs.run_info() for rs in with_results}
+    verdicts = [rs.verdict(labelled=len(with_results) > 1) for rs in with_results]
+    return ConformanceTables(results, _summary(results), failures, not_applicable, _matrix(results), info, verdicts)

@@ -19,6 +19,7 @@ from jetcheck.records import (
     CheckResult,
     read_results,
 )
+from jetcheck.verdict import RunVerdict, judge
 
 CERTIFY_DIR = "certify"
 LOAD_DIR = "load"
@@ -42,6 +43,11 @@ class ResultSet:
 
     def run_info(self) -> dict[str, Any]:
         return _json(self.certify / RUN_FILE) if self.certify else {}
+
+    def verdict(self, labelled: bool = False) -> RunVerdict:
+        """The conformance verdict of this result set, complete only if its run.json says the run finished with
+        every collected check; `labelled` names the result set in each line (a report of several)."""
+        return judge(self.results(), self.run_info() or None, label=self.label if labelled else "")
 
     def load_info(self) -> dict[str, Any]:
         return _json(self.load / LOAD_FILE) if self.load else {}

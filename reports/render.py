@@ -23,6 +23,7 @@ from jetcheck.reports import charts
 from jetcheck.reports.compare import Comparison
 from jetcheck.reports.conformance_report import FAILED, ConformanceTables, redact_text
 from jetcheck.reports.load_report import LoadTables
+from jetcheck.verdict import HEADLINES, overall_outcome
 
 # (column of LoadTables.latency, header, quantile: a percentile needs at least 1/(1-q) samples to mean anything)
 LATENCY_COLUMNS = (
@@ -404,29 +405,38 @@ def frame_table(table_id: str, frame: pd.DataFrame, headers: dict[str, str] | No
 # --- the verdict --------------------------------------------------------------------------------------------------
 
 
-def verdict(content: ReportContent) -> tuple[bool, str]:
-    problems = []
-    if content.conformance.must_failures:
-        by_subject = ", ".join(
-            f"{count} of {subject} rules"
-            for subject, count in sorted(content.conformance.must_failures_by_subject.items())
-        )
-        problems.append(f"{content.conformance.must_failures} MUST check(s) failed ({by_subject})")
+def verdict(content: ReportContent) -> tuple[str, list[str]]:
+    """The report's outcome (jetcheck.verdict's incomplete, fail or pass; a regression fails too) and its lines:
+    each result set's verdict, incompleteness first, the server and each client apart."""
+    outcome = overall_outcome(content.conformance.verdicts)
+    lines = [line for run in content.conformance.verdicts for line in run.lines()] or ["no conformance results"]
     if content.comparison is not None and content.comparison.regressions:
-        problems.append(f"{content.comparison.regressions} regression(s) against {content.comparison.baseline}")
-    if problems:
-        return False, "; ".join(problems)
-    checked = len(content.conformance.results)
-    return True, f"no MUST failures among {checked} result(s)" if checked else "no conformance results"
+        lines.append(f"{content.comparison.regressions} regression(s) against {content.comparison.baseline}")
+        outcome = "fail" if outcome == "pass" else outcome
+    return outcome, lines
 
 
 def _verdict_block(content: ReportContent) -> dict[str, Any]:
-    ok, text = verdict(content)
+    """The verdict as the templates show it: per result set, its completeness and each subject's sentence apart."""
+    outcome, lines = verdict(content)
+    runs = content.conformance.verdicts
+    if not runs and outcome == "pass":
+        outcome = "none"  # a load-only report has no conformance verdict to show green
     return {
-        "outcome": "pass" if ok else "fail",
-        "headline": "CONFORMS" if ok else "FAILED",
-        "runs": [{"label": "", "complete": True, "incomplete_reason": "", "subjects": [(text, ok)]}],
-        "extra": [],
+        "outcome": outcome,
+        "headline": HEADLINES.get(outcome, "NO CONFORMANCE VERDICT"),
+        "runs": [
+            {
+                "label": run.label,
+                "complete": run.complete,
+                "incomplete_reason": run.incomplete_reason,
+                "subjects": [(subject.sentence(), subject.conforms) for subject in run.subjects]
+                or [("no checks ran", False)],
+            }
+            for run in runs
+        ],
+        # what the result sets' own lines do not say: a regression against the baseline, or no results at all
+        "extra": lines[sum(len(run.lines()) for run in runs) :],
     }
 
 

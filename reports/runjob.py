@@ -176,8 +176,9 @@ def main_job(
 ) -> int:
     """Certify, load, report into one run folder; print index.html's path.
 
-    The report is the job's product: exit 0 once it is written, 3 when a step did not complete. With `strict`,
-    a MUST failure exits 1 as `jetcheck certify` does (for a CI gate)."""
+    The report is the job's product: exit 0 once it is written, 3 when a step did not complete (certify's
+    results included: an incomplete result set is never a pass). With `strict`, a MUST failure exits 1 as
+    `jetcheck certify` does (for a CI gate); jetcheck.verdict decides both."""
     stream = stream or sys.stderr
     run_dir = Path(out) if out else default_run_dir()
     if (run_dir / CERTIFY_DIR).exists() or (run_dir / LOAD_DIR).exists():
@@ -204,18 +205,10 @@ def main_job(
         return EXIT_STEP_FAILED
     progress.finish(started, "done")
     print(outcome.index.resolve())
-    if outcome.must_failures:
-        by_subject = ", ".join(
-            f"{subject} rules {count}" for subject, count in sorted(outcome.must_failures_by_subject.items())
-        )
-        print(
-            f"verdict: {outcome.must_failures} MUST check(s) failed ({by_subject}); see the report",
-            file=stream,
-            flush=True,
-        )
-    else:
-        print("verdict: every MUST check passed or was na", file=stream, flush=True)
+    for line in outcome.verdict_lines or ["no conformance results"]:
+        print(f"verdict: {line}", file=stream, flush=True)
     if incomplete:
         print(f"incomplete run: {', '.join(incomplete)} did not finish", file=stream, flush=True)
+    if incomplete or not outcome.complete:
         return EXIT_STEP_FAILED
-    return EXIT_MUST_FAILED if strict and outcome.must_failures else EXIT_OK
+    return outcome.exit_code(strict)

@@ -208,8 +208,9 @@ def write_certify_run(folder: Path, results: list[CheckResult], started: str = "
         "jetcheck_version": "0.1.0",
         "server": {"version": first.server_version if first else "", "url": "nats://127.0.0.1:4222"},
         "options": {"server": "local", "password": "***"},
-        "start": started,
-        "end": started,
+        "started_at": started,
+        "finished_at": started,
+        "collected": len(results),  # a finished run: every collected check has its result (jetcheck.verdict)
     }
     (folder / RUN_FILE).write_text(json.dumps(run, indent=2))
     return folder

@@ -143,3 +143,53 @@ def test_plugin_is_inert_for_tests_without_rules(pytester):
     result = pytester.runpytest_subprocess("--jetcheck-server", "nats://127.0.0.1:1")
     result.assert_outcomes(passed=1)
     assert not (pytester.path / "jetcheck-results").exists()
+
+
+STOPPING = """
+import os
+import pytest
+
+@pytest.mark.rule("purge.keep")
+def test_first():
+    pass
+
+@pytest.mark.rule("purge.filter")
+def test_second():
+    {second}
+
+@pytest.mark.rule("purge.seq")
+def test_third():
+    pass
+"""
+
+
+@pytest.mark.parametrize(
+    ("second", "args", "expected"),
+    [
+        ("pass", ["-k", "not third"], {"collected": 2, "results": 2, "finished": True, "interrupted": False}),
+        ("assert False", ["-x"], {"collected": 3, "results": 2, "finished": True, "interrupted": False}),
+        ("raise KeyboardInterrupt", [], {"collected": 3, "results": 1, "finished": True, "interrupted": True}),
+        ("os._exit(3)", [], {"collected": 3, "results": 1, "finished": False, "interrupted": False}),
+    ],
+    ids=["deselected", "stopped-at-first-failure", "interrupted", "killed"],
+)
+def test_run_json_tells_a_finished_run_from_an_unfinished_one(pytester, embedded_server, second, args, expected):
+    """run.json is written when collection finishes (with the number of checks collected after deselection) and
+    again at the end (finished_at, interrupted): a run that was cut short is never read as complete."""
+    from jetcheck.verdict import judge
+
+    pytester.makepyfile(test_stopping=STOPPING.format(second=second))
+    out = pytester.path / "out"
+    pytester.runpytest_subprocess("--jetcheck-server", embedded_server.url, "--jetcheck-out", str(out), *args)
+    run = json.loads((out / "run.json").read_text())
+    results = list(read_results(out / RESULTS_FILE))
+    seen = {
+        "collected": run["collected"],
+        "results": len(results),
+        "finished": "finished_at" in run,
+        "interrupted": run.get("interrupted", False),
+    }
+    assert seen == expected
+    verdict = judge(results, run)
+    assert verdict.complete == (expected["results"] == expected["collected"] and expected["finished"])
+    assert verdict.complete == (not verdict.incomplete_reason)

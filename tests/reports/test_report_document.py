@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -93,6 +94,47 @@ def _conformance(tmp_path: Path, results: list[CheckResult], name: str = "run-a"
     return aggregate_conformance(resolve_all([str(write_certify_run(tmp_path / name, results))]))
 
 
+def _verdict(html: str) -> tuple[str, list[tuple[str, str]]]:
+    """The verdict section's outcome class and its (class, sentence) items."""
+    block = re.search(r'<section id="verdict" class="verdict (\w+)">(.*?)</section>', html, re.S)
+    assert block, "no verdict section"
+    return block.group(1), re.findall(r'<li class="(\w+)">(.*?)</li>', block.group(2))
+
+
+def test_verdict_is_green_only_when_every_subject_conforms(tmp_path):
+    """A passing run is green; a client failure is red and said apart from the conforming server."""
+    passing = _conformance(tmp_path, sample_results(failing=()), "passing")
+    outcome, items = _verdict(render_html(ReportContent(["x"], passing, [])))
+    assert outcome == "pass" and [kind for kind, _ in items] == ["conforms"]
+    client_fails = [
+        dataclasses.replace(r, subject="client", status="fail", message="expected x; actual y")
+        if r.id == "publish.rule-02"
+        else r
+        for r in sample_results(failing=())
+    ]
+    html = render_html(ReportContent(["x"], _conformance(tmp_path, client_fails, "client"), []))
+    outcome, items = _verdict(html)
+    assert outcome == "fail"
+    assert items[0][0] == "conforms" and items[0][1].startswith("server 2.15.1: conforms")
+    assert items[1] == ("fails", "client nats-py 2.16.0: 1 MUST client rule fails, 0/1 client rules pass")
+
+
+def test_incomplete_run_is_marked_and_never_green(tmp_path):
+    """A result set whose run did not finish says INCOMPLETE and why, in the HTML and in summary.md."""
+    folder = write_certify_run(tmp_path / "cut", sample_results(failing=())[:10])
+    run = json.loads((folder / "run.json").read_text())
+    del run["finished_at"]
+    run["collected"] = 24
+    (folder / "run.json").write_text(json.dumps(run))
+    content = ReportContent(["x"], aggregate_conformance(resolve_all([str(folder)])), [])
+    html = render_html(content)
+    outcome, _ = _verdict(html)
+    assert outcome == "incomplete"
+    assert '<p class="headline">INCOMPLETE</p>' in html
+    assert "Incomplete: 10 of 24 checks ran" in html
+    assert "**INCOMPLETE**" in render_markdown(content)
+
+
 def test_sections_follow_the_certificate_order(built_report):
     """Verdict, what was tested, per-area results, failures, then load: in the HTML and in summary.md."""
     html = built_report.index.read_text(encoding="utf-8")
@@ -125,20 +167,14 @@ def test_load_settings_are_a_readable_table(built_report):
     """No nanosecond timestamps, no nested JSON, no per-process keys: times as dates, durations in seconds."""
     html = built_report.index.read_text(encoding="utf-8")
     assert re.findall(r"\d{19}", html) == []
-    settings = dict(
-        zip(
-            *(lambda cells: (cells[0::2], cells[1::2]))(
-                [text for table, text in page(html).cells if table == "settings"]
-            ),
-            strict=True,
-        )
-    )
+    cells = [text for table, text in page(html).cells if table == "settings"]
+    settings = dict(zip(cells[0::2], cells[1::2], strict=True))
     assert settings, "no settings table"
     assert [value for value in settings.values() if value.startswith(("{", "["))] == []
     assert [name for name in settings if re.search(r"\d{3,}", name)] == []  # no pid-keyed rows
     assert settings["started"] == "2025-10-09 08:53:20 UTC"  # synthetic START_NS
     assert settings["duration"] == "8 s"
-    assert settings["process roles"] == "2 processes: 2 publisher + consumer"
+    assert settings["process roles"] == "2 processes: 2 consumer + publisher"
 
 
 def test_per_process_figures_are_summarised():

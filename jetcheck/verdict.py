@@ -1,0 +1,232 @@
+"""The one place that turns conformance results into outcomes: per rule, per subject, per run.
+
+Every consumer asks this module: `jetcheck certify`'s exit code, the report's banner and summary.md, `jetcheck run`
+(with and without --strict) and the matrix cells of `jetcheck matrix` and the report.
+
+Statuses, worst first (``STATUS_ORDER``): ``fail``, ``error``, ``skip``, ``na``, ``pass``. A rule with several
+checks takes the worst status of its checks, and so does a matrix cell with several results.
+
+What a status means for the verdict:
+
+- ``fail`` and ``error`` of a MUST rule: the subject does not conform (an error is an outcome that could not be
+  established, which a certificate cannot pass over). Of a SHOULD rule: shown, never failing.
+- ``skip``: the check did not run (skipped for a reason other than the target's abilities). It does not count as a
+  failure, but every sentence shows how many rules were not run.
+- ``na``: the target cannot support the rule (older server, needs a cluster); fine, and shown.
+- ``pass``: fine.
+
+A run is judged per subject: the server (rules it decides alone) and each client under test (rules the client
+takes part in), so "the server conforms, the client fails" is said in those words.
+
+A result set is complete only when its run.json says the run finished (``finished_at``), was neither interrupted
+nor stopped (``interrupted``, ``stopped_reason``), and results.jsonl holds as many results as checks were collected
+(``collected``). An incomplete result set never yields a passing verdict, whatever its results say.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from jetcheck.records import CheckResult
+
+STATUS_ORDER = ("fail", "error", "skip", "na", "pass")  # worst first
+FAILING = ("fail", "error")
+
+# certify's exit codes; `jetcheck run` maps an incomplete run to its own "step did not complete" code
+EXIT_CONFORMS = 0
+EXIT_MUST_FAILED = 1
+EXIT_INCOMPLETE = 2  # the outcome is unknown: the run did not finish
+EXIT_INTERRUPTED = 130
+
+OUTCOMES = ("incomplete", "fail", "pass")  # of a run, worst first
+HEADLINES = {"incomplete": "INCOMPLETE", "fail": "FAILED", "pass": "OK"}  # an outcome in one word
+
+
+def worst_status(statuses: Iterable[str]) -> str:
+    """The worst of `statuses` in STATUS_ORDER; a rule or a matrix cell with several results shows this one."""
+    ranks = [STATUS_ORDER.index(status) for status in statuses]
+    if not ranks:
+        raise ValueError("worst_status of no statuses")
+    return STATUS_ORDER[min(ranks)]
+
+
+def rule_statuses(results: Iterable[CheckResult]) -> dict[str, str]:
+    """One status per rule id: the worst of its checks."""
+    by_rule: dict[str, list[str]] = {}
+    for result in results:
+        by_rule.setdefault(result.id, []).append(result.status)
+    return {rule: worst_status(statuses) for rule, statuses in by_rule.items()}
+
+
+def _count(number: int, singular: str, plural: str) -> str:
+    return f"{number} {singular if number == 1 else plural}"
+
+
+@dataclass(frozen=True)
+class SubjectVerdict:
+    """The outcome for one subject of a run: the server, or one client under test."""
+
+    subject: str  # "server" | "client"
+    name: str  # "server 2.15.1", "client nats-py 2.16.0"
+    rules: int  # distinct rules judged
+    checks: int
+    passed: int  # rules whose checks all passed
+    not_applicable: int  # rules whose worst status is na
+    not_run: int  # rules whose worst status is skip
+    must_failing: tuple[CheckResult, ...]  # MUST checks that failed or errored
+    should_failing: tuple[CheckResult, ...]  # SHOULD checks that failed or errored
+    complete: bool = True  # whether the run they come from finished
+
+    @property
+    def must_failing_rules(self) -> int:
+        return len({result.id for result in self.must_failing})
+
+    @property
+    def should_failing_rules(self) -> int:
+        return len({result.id for result in self.should_failing})
+
+    @property
+    def conforms(self) -> bool:
+        return self.complete and not self.must_failing
+
+    def sentence(self) -> str:
+        """What a manager reads, e.g. "server 2.15.1: conforms, 165/165 server rules pass"."""
+        ran = "" if self.complete else " that ran"
+        rules = f"{self.passed}/{self.rules} {self.subject} rules{ran} pass"
+        extras = []
+        if self.not_applicable:
+            extras.append(f"{self.not_applicable} na")
+        if self.not_run:
+            extras.append(f"{self.not_run} skipped")
+        if extras:
+            rules += f" ({', '.join(extras)})"
+        if self.must_failing:
+            failing = self.must_failing_rules
+            errors = len({r.id for r in self.must_failing if r.status == "error"})
+            head = f"{failing} MUST {self.subject} {'rule fails' if failing == 1 else 'rules fail'}"
+            if errors:
+                head += f" ({errors} of them could not finish: error)"
+            head += f", {rules}"
+        elif self.complete:
+            head = f"conforms, {rules}"
+        else:
+            head = f"not established (run incomplete), {rules}"
+        if self.should_failing:
+            head += f"; {_count(self.should_failing_rules, 'SHOULD rule fails', 'SHOULD rules fail')}"
+        return f"{self.name}: {head}"
+
+
+@dataclass(frozen=True)
+class RunVerdict:
+    """The outcome of one result set (one certify run): whether it is complete, and each subject's verdict."""
+
+    complete: bool
+    incomplete_reason: str
+    subjects: tuple[SubjectVerdict, ...]  # the server first, then each client
+    interrupted: bool = False
+    label: str = ""  # the result set's name, when a report holds several
+
+    @property
+    def ok(self) -> bool:
+        return self.complete and bool(self.subjects) and all(s.conforms for s in self.subjects)
+
+    @property
+    def must_failures(self) -> int:
+        """MUST rules that failed or errored, over every subject."""
+        return sum(s.must_failing_rules for s in self.subjects)
+
+    @property
+    def outcome(self) -> str:
+        """One of OUTCOMES: incomplete, fail or pass."""
+        if not self.complete:
+            return "incomplete"
+        return "pass" if self.ok else "fail"
+
+    def lines(self) -> list[str]:
+        """The verdict as a manager reads it: incompleteness first, then one sentence per subject."""
+        lines = []
+        if not self.complete:
+            lines.append(f"INCOMPLETE: {self.incomplete_reason}; this is not a verdict")
+        lines += [s.sentence() for s in self.subjects] or ["no checks ran"]
+        return [f"{self.label}: {line}" for line in lines] if self.label else lines
+
+    def exit_code(self, strict: bool = True) -> int:
+        """certify's exit code: 0 conforms, 1 a MUST rule failed, 2 incomplete, 130 interrupted. Without
+        `strict` (`jetcheck run`'s default) a complete run exits 0 whatever it found."""
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        if not self.complete:
+            return EXIT_INCOMPLETE
+        if strict and not self.ok:
+            return EXIT_MUST_FAILED
+        return EXIT_CONFORMS
+
+
+def overall_outcome(verdicts: Iterable[RunVerdict]) -> str:
+    """The worst outcome of several result sets ("pass" when there are none)."""
+    outcomes = [v.outcome for v in verdicts]
+    return min(outcomes, key=OUTCOMES.index) if outcomes else "pass"
+
+
+def overall_exit_code(verdicts: Iterable[RunVerdict], strict: bool = True) -> int:
+    """The exit code of several result sets: interrupted over incomplete over failed over conforming."""
+    codes = [v.exit_code(strict) for v in verdicts]
+    order = (EXIT_INTERRUPTED, EXIT_INCOMPLETE, EXIT_MUST_FAILED, EXIT_CONFORMS)
+    return min(codes, key=order.index) if codes else EXIT_CONFORMS
+
+
+def completeness(results: int, run_info: dict[str, Any] | None, expected: int | None = None) -> tuple[bool, str]:
+    """(complete, why not) for a result set of `results` results and its run.json (None when missing)."""
+    if not run_info:
+        return False, f"{results} result(s) and no run.json: the run did not record how it went"
+    collected = expected if expected is not None else run_info.get("collected")
+    problems = []
+    if collected is not None and results < int(collected):
+        problems.append(f"{results} of {collected} checks ran")
+    if run_info.get("interrupted"):
+        problems.append("the run was interrupted")
+    if run_info.get("stopped_reason"):
+        problems.append(f"the run stopped: {run_info['stopped_reason']}")
+    if not run_info.get("finished_at"):
+        problems.append("the run did not finish (run.json has no finished_at)")
+    return not problems, "; ".join(problems)
+
+
+def _subject_key(result: CheckResult) -> tuple[int, str, str]:
+    if result.subject == "server":
+        return 0, "server", f"server {result.server_version}".strip()
+    client = " ".join(v for v in (result.client.get("name", ""), result.client.get("version", "")) if v)
+    return 1, result.subject, f"{result.subject} {client}".strip()
+
+
+def judge(
+    results: list[CheckResult], run_info: dict[str, Any] | None, expected: int | None = None, label: str = ""
+) -> RunVerdict:
+    """The verdict of one result set: its results.jsonl, its run.json (None when missing) and, when known
+    otherwise, the number of checks `expected` (else run.json's `collected`)."""
+    complete, reason = completeness(len(results), run_info, expected)
+    grouped: dict[tuple[int, str, str], list[CheckResult]] = {}
+    for result in results:
+        grouped.setdefault(_subject_key(result), []).append(result)
+    subjects = []
+    for (_rank, subject, name), of_subject in sorted(grouped.items()):
+        statuses = list(rule_statuses(of_subject).values())
+        failing = [r for r in of_subject if r.status in FAILING]
+        subjects.append(
+            SubjectVerdict(
+                subject=subject,
+                name=name,
+                rules=len(statuses),
+                checks=len(of_subject),
+                passed=statuses.count("pass"),
+                not_applicable=statuses.count("na"),
+                not_run=statuses.count("skip"),
+                must_failing=tuple(r for r in failing if r.level == "MUST"),
+                should_failing=tuple(r for r in failing if r.level != "MUST"),
+                complete=complete,
+            )
+        )
+    interrupted = bool(run_info and run_info.get("interrupted"))
+    return RunVerdict(complete, reason, tuple(subjects), interrupted, label)

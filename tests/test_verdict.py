@@ -1,0 +1,317 @@
+"""The one verdict: how results become outcomes, and every consumer (certify, report, run, matrix) agreeing on it."""
+
+from __future__ import annotations
+
+import html
+import io
+import itertools
+import json
+
+import pytest
+
+from jetcheck.records import STATUSES, CheckResult
+from jetcheck.reports import charts
+from jetcheck.verdict import (
+    EXIT_CONFORMS,
+    EXIT_INCOMPLETE,
+    EXIT_INTERRUPTED,
+    EXIT_MUST_FAILED,
+    STATUS_ORDER,
+    judge,
+    overall_exit_code,
+    overall_outcome,
+    rule_statuses,
+    worst_status,
+)
+
+FINISHED = {"started_at": "2026-01-01T00:00:00Z", "finished_at": "2026-01-01T00:01:00Z"}
+
+
+def result(rule: str, status: str, level: str = "MUST", subject: str = "server", check: str = "") -> CheckResult:
+    return CheckResult(
+        id=rule,
+        status=status,
+        area=rule.split(".")[0],
+        title="t.",
+        level=level,
+        source="s",
+        min_version="2.2.0",
+        server_version="2.15.1",
+        client={"name": "nats-py", "version": "2.16.0"},
+        duration_s=0.01,
+        check=check or f"{rule}::{status}",
+        subject=subject,
+    )
+
+
+class TestStatusOrder:
+    def test_the_order_covers_every_status_once(self):
+        assert sorted(STATUS_ORDER) == sorted(STATUSES)
+
+    @pytest.mark.parametrize(("a", "b"), list(itertools.combinations(STATUS_ORDER, 2)))
+    def test_the_worst_of_two_is_the_earlier_in_the_order(self, a, b):
+        assert worst_status([a, b]) == worst_status([b, a]) == a
+
+    def test_no_statuses_has_no_worst(self):
+        with pytest.raises(ValueError, match="no statuses"):
+            worst_status([])
+
+    def test_a_rule_takes_its_worst_check(self):
+        results = [result("r.a", "pass"), result("r.a", "skip"), result("r.b", "na"), result("r.b", "pass")]
+        assert rule_statuses(results) == {"r.a": "skip", "r.b": "na"}
+
+
+class TestSubjects:
+    def test_server_conforms_and_client_fails_are_said_apart(self):
+        """The server's rules all pass, the client's MUST rules fail: two sentences, the server's first."""
+        results = [result(f"s.r{n}", "pass") for n in range(3)]
+        results += [result("c.r1", "fail", subject="client"), result("c.r2", "fail", subject="client")]
+        results += [result("c.r3", "pass", subject="client")]
+        verdict = judge(results, {**FINISHED, "collected": 6})
+        assert verdict.lines() == [
+            "server 2.15.1: conforms, 3/3 server rules pass",
+            "client nats-py 2.16.0: 2 MUST client rules fail, 1/3 client rules pass",
+        ]
+        server, client = verdict.subjects
+        assert (server.conforms, client.conforms) == (True, False)
+        assert verdict.must_failures == 2 and not verdict.ok
+        assert verdict.exit_code() == EXIT_MUST_FAILED
+
+    def test_must_skip_is_shown_but_not_a_failure(self):
+        verdict = judge([result("s.a", "pass"), result("s.b", "skip")], FINISHED)
+        assert verdict.ok
+        assert verdict.lines() == ["server 2.15.1: conforms, 1/2 server rules pass (1 skipped)"]
+
+    def test_must_error_is_a_failure_that_says_it_could_not_finish(self):
+        verdict = judge([result("s.a", "error"), result("s.b", "na")], FINISHED)
+        assert not verdict.ok
+        assert verdict.lines() == [
+            "server 2.15.1: 1 MUST server rule fails (1 of them could not finish: error), 0/2 server rules pass (1 na)"
+        ]
+
+    def test_should_failures_are_shown_and_do_not_fail(self):
+        verdict = judge([result("s.a", "pass"), result("s.b", "fail", level="SHOULD")], FINISHED)
+        assert verdict.ok
+        assert verdict.lines() == ["server 2.15.1: conforms, 1/2 server rules pass; 1 SHOULD rule fails"]
+
+    def test_a_rule_with_several_failing_checks_counts_once(self):
+        verdict = judge([result("s.a", "fail", check="x"), result("s.a", "fail", check="y")], FINISHED)
+        assert verdict.must_failures == 1
+        assert len(verdict.subjects[0].must_failing) == 2
+
+
+class TestCompleteness:
+    RESULTS = (result("s.a", "pass"), result("s.b", "pass"))
+
+    @pytest.mark.parametrize(
+        ("run_info", "reason"),
+        [
+            (None, "2 result(s) and no run.json"),
+            ({"started_at": "x", "collected": 2}, "the run did not finish (run.json has no finished_at)"),
+            ({**FINISHED, "collected": 5}, "2 of 5 checks ran"),
+            ({**FINISHED, "interrupted": True}, "the run was interrupted"),
+            ({**FINISHED, "stopped_reason": "the target stopped answering"}, "the run stopped: the target stopped"),
+        ],
+        ids=["no-run-json", "no-finished-at", "fewer-than-collected", "interrupted", "stopped"],
+    )
+    def test_an_unfinished_run_never_passes(self, run_info, reason):
+        verdict = judge(list(self.RESULTS), run_info)
+        assert not verdict.complete and not verdict.ok
+        assert reason in verdict.incomplete_reason
+        assert verdict.lines()[0].startswith("INCOMPLETE: ")
+        assert verdict.outcome == "incomplete"
+        assert "conforms" not in " ".join(verdict.lines())
+        assert verdict.exit_code() == (EXIT_INTERRUPTED if "interrupted" in reason else EXIT_INCOMPLETE)
+        assert verdict.exit_code(strict=False) == verdict.exit_code()
+
+    def test_expected_overrides_collected(self):
+        assert not judge(list(self.RESULTS), {**FINISHED, "collected": 2}, expected=3).complete
+        assert judge(list(self.RESULTS), {**FINISHED, "collected": 2}).complete
+
+    def test_no_results_is_no_verdict(self):
+        verdict = judge([], {**FINISHED, "collected": 0})
+        assert verdict.complete and not verdict.ok
+        assert verdict.lines() == ["no checks ran"]
+
+
+class TestSeveralResultSets:
+    def test_each_result_set_is_judged_and_the_worst_decides(self):
+        good = judge([result("s.a", "pass")], FINISHED, label="2.15.1")
+        bad = judge([result("s.a", "fail")], FINISHED, label="2.12.8")
+        partial = judge([result("s.a", "pass")], {"started_at": "x"}, label="2.9.10")
+        assert good.lines() == ["2.15.1: server 2.15.1: conforms, 1/1 server rules pass"]
+        assert overall_outcome([good, bad]) == "fail"
+        assert overall_outcome([good, bad, partial]) == "incomplete"
+        assert overall_outcome([good]) == "pass"
+        assert overall_exit_code([good, bad]) == EXIT_MUST_FAILED
+        assert overall_exit_code([good, bad, partial]) == EXIT_INCOMPLETE
+        assert overall_exit_code([good, bad], strict=False) == EXIT_CONFORMS
+
+
+# --- every consumer agrees -------------------------------------------------------------------------------------
+#
+# Each consumer is called through its own entry: certify through `jetcheck certify` (its pytest run replaced: the
+# result set is already there), `jetcheck run` through main_job (its certify step copies the result set; its report
+# step is `jetcheck report --in RUN`), the matrix through `jetcheck matrix`'s rule_status and the report's matrix.
+
+COLLECTED = 3
+COMPLETENESS = {
+    "complete": {**FINISHED, "collected": COLLECTED},
+    "interrupted": {**FINISHED, "collected": COLLECTED, "interrupted": True},
+    "stopped": {**FINISHED, "collected": COLLECTED, "stopped_reason": "the target stopped answering"},
+    "fewer-than-collected": {**FINISHED, "collected": COLLECTED + 37},
+    "unfinished": {"started_at": FINISHED["started_at"], "collected": COLLECTED},
+    "no-run-json": None,
+}
+HEADLINES = {"incomplete": "**INCOMPLETE**", "fail": "**FAILED**", "pass": "**OK**"}
+
+
+def write_result_set(folder, results: list[CheckResult], run_info: dict | None):
+    from jetcheck.records import RESULTS_FILE, RUN_FILE, write_results
+
+    folder.mkdir(parents=True, exist_ok=True)
+    write_results(folder / RESULTS_FILE, results)
+    if run_info is not None:
+        (folder / RUN_FILE).write_text(json.dumps(run_info))
+    return folder
+
+
+def certify_exit(folder, monkeypatch, capsys) -> tuple[int, str]:
+    """`jetcheck certify --out FOLDER` whose pytest run leaves FOLDER's result set as it is."""
+    from jetcheck import cli
+    from jetcheck.conformance import certify
+
+    monkeypatch.setattr(certify, "preflight", lambda cfg: None)
+    monkeypatch.setattr(certify, "run_checks", lambda cfg, pytest_args: 0)
+    capsys.readouterr()
+    code = cli.main(["certify", "--out", str(folder)])
+    return code, capsys.readouterr().out
+
+
+def report_texts(folder, out) -> tuple[str, str]:
+    """summary.md and index.html of `jetcheck report --in FOLDER`."""
+    from jetcheck.reports.build import build_report
+
+    index = build_report([str(folder)], out=out).index
+    return (out / "summary.md").read_text(), index.read_text()
+
+
+def run_job(folder, run_dir, strict: bool) -> tuple[int, str]:
+    """`jetcheck run` whose certify step produces FOLDER's result set; no load step (no Spark)."""
+    from jetcheck.records import RESULTS_FILE
+    from jetcheck.reports.runjob import Step, main_job
+
+    step = Step("certify", ["cp", "-r", str(folder), str(run_dir / "certify")], run_dir / "certify" / RESULTS_FILE, 60)
+    progress = io.StringIO()
+    code = main_job(run_dir, None, steps=[step], stream=progress, strict=strict)
+    return code, progress.getvalue()
+
+
+def matrix_cells(results: list[CheckResult], tmp_path) -> tuple[dict[str, str], dict[str, str]]:
+    """The status per rule as `jetcheck matrix` and the report's compatibility matrix show it."""
+    from jetcheck.conformance.matrix import rule_status
+    from jetcheck.reports.conformance_report import aggregate_conformance
+    from jetcheck.reports.inputs import resolve
+
+    folder = write_result_set(tmp_path / "matrix-set", results, COMPLETENESS["complete"])
+    matrix = aggregate_conformance([resolve(folder)]).matrix.set_index("id")
+    column = next(c for c in matrix.columns if c.startswith("server "))
+    return rule_status(results), matrix[column].to_dict()
+
+
+def combination(status: str, level: str, subject: str) -> list[CheckResult]:
+    """One passing server rule, one passing client rule, and the rule under test."""
+    return [
+        result("stream.ok", "pass"),
+        result("ordered.ok", "pass", subject="client"),
+        result("kv.under-test", status, level=level, subject=subject),
+    ]
+
+
+@pytest.mark.parametrize("completeness", list(COMPLETENESS))
+@pytest.mark.parametrize("subject", ["server", "client"])
+@pytest.mark.parametrize("level", ["MUST", "SHOULD"])
+@pytest.mark.parametrize("status", STATUS_ORDER)
+def test_every_consumer_gives_the_same_verdict(status, level, subject, completeness, tmp_path, monkeypatch, capsys):
+    """The documented rule, asserted through certify's exit code, summary.md, the HTML banner, `run` with and
+    without --strict, and the matrix cells: MUST fail/error fails its subject alone; skip, na and SHOULD failures
+    do not; an incomplete result set is never a pass, and says so first."""
+    results = combination(status, level, subject)
+    run_info = COMPLETENESS[completeness]
+    folder = write_result_set(tmp_path / "certify", results, run_info)
+    failing = level == "MUST" and status in ("fail", "error")
+    complete = completeness == "complete"
+    outcome = "incomplete" if not complete else "fail" if failing else "pass"
+    expected_exit = {"complete": 1 if failing else 0, "interrupted": 130}.get(completeness, 2)
+
+    # the conformance chart (matplotlib, most of a report's time) says nothing about the verdict
+    monkeypatch.setattr(charts, "conformance_bars", lambda summary: "data:image/png;base64,")
+
+    code, printed = certify_exit(folder, monkeypatch, capsys)
+    assert code == expected_exit
+    lenient_code, _ = run_job(folder, tmp_path / "run", strict=False)
+    assert lenient_code == (0 if complete else 3)
+    strict_code, progress = run_job(folder, tmp_path / "strict-run", strict=True)
+    assert strict_code == (3 if not complete else 1 if failing else 0)
+    summary = (tmp_path / "strict-run" / "report" / "summary.md").read_text()
+    index = (tmp_path / "strict-run" / "report" / "index.html").read_text()
+    assert summary.splitlines()[2].startswith(HEADLINES[outcome])
+    verdict = judge(results, run_info)
+    for line in verdict.lines():
+        assert line in printed and line in summary and html.escape(line) in index
+        assert f"verdict: {line}" in progress
+    server, client = (s.sentence() for s in verdict.subjects)
+    assert server.startswith("server 2.15.1: ") and client.startswith("client nats-py 2.16.0: ")
+    judged, other = (server, client) if subject == "server" else (client, server)
+    if not complete:
+        assert verdict.lines()[0].startswith("INCOMPLETE: ") and "conforms" not in summary
+    elif failing:
+        assert f": 1 MUST {subject} rule fails" in judged and ": conforms, " in other
+    else:
+        assert ": conforms, " in judged and ": conforms, " in other
+
+    by_matrix, by_report = matrix_cells(results, tmp_path)
+    assert by_matrix["kv.under-test"] == by_report["kv.under-test"] == status
+
+
+# --- the defects of issue 12 (5, 6) and issue 16, each through the consumers ------------------------------------
+
+
+def test_a_report_of_an_interrupted_certify_says_incomplete(tmp_path):
+    """40 of 219 checks and no finished_at: summary.md and the HTML say INCOMPLETE, never "no MUST failures"."""
+    results = [result(f"stream.r{n}", "pass") for n in range(40)]
+    folder = write_result_set(tmp_path / "certify", results, {"started_at": FINISHED["started_at"], "collected": 219})
+    summary, index = report_texts(folder, tmp_path / "report")
+    assert "**INCOMPLETE**" in summary and "40 of 219 checks ran" in summary
+    assert "INCOMPLETE: 40 of 219 checks ran" in index
+    assert "no MUST failures" not in summary + index
+
+
+def test_the_banner_states_the_server_and_the_client_apart(tmp_path):
+    """All server rules pass, two MUST client rules fail: the server conforms, the client fails, in words."""
+    results = [result(f"stream.r{n}", "pass") for n in range(5)]
+    results += [result(f"ordered.r{n}", "fail" if n < 2 else "pass", subject="client") for n in range(4)]
+    folder = write_result_set(tmp_path / "certify", results, {**FINISHED, "collected": len(results)})
+    summary, index = report_texts(folder, tmp_path / "report")
+    for text in (summary, index):
+        assert "server 2.15.1: conforms, 5/5 server rules pass" in text
+        assert "client nats-py 2.16.0: 2 MUST client rules fail, 2/4 client rules pass" in text
+
+
+def test_certify_and_the_report_agree_on_a_must_skip(tmp_path, monkeypatch, capsys):
+    """A skipped MUST check was not run: shown, not a failure, for certify as for the report."""
+    results = [result("stream.a", "pass"), result("stream.b", "skip")]
+    folder = write_result_set(tmp_path / "certify", results, {**FINISHED, "collected": 2})
+    code, printed = certify_exit(folder, monkeypatch, capsys)
+    summary, _index = report_texts(folder, tmp_path / "report")
+    assert code == 0
+    assert summary.splitlines()[2].startswith("**OK**")
+    assert "server 2.15.1: conforms, 1/2 server rules pass (1 skipped)" in printed + summary
+
+
+@pytest.mark.parametrize(("a", "b"), list(itertools.combinations(STATUS_ORDER, 2)))
+def test_the_matrix_and_the_report_show_the_same_cell(a, b, tmp_path):
+    """A rule with two checks of different statuses gets the same cell in `jetcheck matrix` and the report."""
+    results = [result("kv.r", a, check="one"), result("kv.r", b, check="two")]
+    by_matrix, by_report = matrix_cells(results, tmp_path)
+    assert by_matrix["kv.r"] == by_report["kv.r"] == a
