@@ -17,6 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from jetcheck.reports.load_report import GROUP, LoadTables
 
@@ -44,11 +45,30 @@ def _data_uri(figure) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def _legend_outside(axis, anchor_x: float = 1.01) -> None:
+def _legend_outside(axis, handles=None, anchor_x: float = 1.01) -> None:
     """The legend to the right of the plotting area, where it covers no data."""
-    handles, labels = axis.get_legend_handles_labels()
+    handles = handles or axis.get_legend_handles_labels()[0]
     if handles:
-        axis.legend(handles, labels, loc="upper left", bbox_to_anchor=(anchor_x, 1.0), fontsize=8, frameon=False)
+        labels = [handle.get_label() for handle in handles]
+        axis.legend(handles, labels, loc="upper left", bbox_to_anchor=(anchor_x, 1.0), fontsize=9, frameon=False)
+
+
+PLAIN_NUMBERS = FuncFormatter(lambda value, _: f"{value:g}")  # 0.1, 1, 10 rather than 10^-1, 10^0, 10^1
+
+
+def _log_scale(axis) -> None:
+    """A logarithmic y axis (call it once the data are drawn) labelled 0.1, 1, 10; the values in between are
+    labelled too when the data span less than a factor of 20, which would show one labelled tick or none."""
+    axis.set_yscale("log")
+    low, high = axis.get_ylim()
+    axis.yaxis.set_major_formatter(PLAIN_NUMBERS)
+    axis.yaxis.set_minor_formatter(PLAIN_NUMBERS if high / max(low, 1e-12) < 20 else NullFormatter())
+
+
+def _colours(load: LoadTables) -> dict[tuple, str]:
+    """One colour per (scenario, operation), the same in every panel and chart of a load run."""
+    keys = sorted({keys for frame in (load.throughput, load.latency) for keys, _ in _groups(frame)})
+    return {keys: f"C{n % 10}" for n, keys in enumerate(keys)}
 
 
 def _op_name(keys, several_scenarios: bool) -> str:
@@ -68,18 +88,19 @@ Panel = Callable[[plt.Axes], None]
 
 
 def _throughput_panels(load: LoadTables, several: bool) -> list[tuple[str, Panel]]:
+    colours = _colours(load)
     series = []
     for keys, group in _groups(load.throughput):
         name = _op_name(keys, several)
-        series.append((f"{name} ok", group["t_s"], group["ok"], "-"))
+        series.append((f"{name} ok", group["t_s"], group["ok"], "-", colours[keys]))
         if group["errors"].any():
-            series.append((f"{name} errors", group["t_s"], group["errors"], ":"))
+            series.append((f"{name} errors", group["t_s"], group["errors"], ":", colours[keys]))
     panels = []
     for part in _chunks(series, MAX_SERIES):
 
         def draw(axis, part=part):
-            for label, x, y, style in part:
-                axis.plot(x, y, linestyle=style, label=label)
+            for label, x, y, style, colour in part:
+                axis.plot(x, y, linestyle=style, color=colour, label=label)
             axis.set_ylabel("operations / s")
 
         panels.append(("throughput (operations completed per second)", draw))
@@ -94,6 +115,7 @@ def _percentile_panels(load: LoadTables, metric: str, columns: tuple[str, ...], 
     # an operation whose values are all zero (a delivery has no send delay) would draw nothing on a log axis
     groups = [(k, g) for k, g in _groups(over_time[over_time["metric"] == metric]) if g[list(columns)].any().any()]
     per_panel = max(1, MAX_SERIES // len(columns))
+    colours = _colours(load)
     panels = []
     styles = ("-", "--", ":")
     for part in _chunks(groups, per_panel):
@@ -101,13 +123,12 @@ def _percentile_panels(load: LoadTables, metric: str, columns: tuple[str, ...], 
             continue
 
         def draw(axis, part=part):
-            for n, (keys, group) in enumerate(part):
-                colour = f"C{n}"
+            for keys, group in part:
                 for column, style in zip(columns, styles, strict=False):
                     label = f"{_op_name(keys, several)} {column.replace('_', '.')}"
-                    axis.plot(group["t_s"], group[column] / 1e6, linestyle=style, color=colour, label=label)
+                    axis.plot(group["t_s"], group[column] / 1e6, linestyle=style, color=colours[keys], label=label)
             axis.set_ylabel(unit)
-            axis.set_yscale("log")
+            _log_scale(axis)
 
         panels.append((f"{what} per {load.slot_s:g} s interval", draw))
     return panels
@@ -140,8 +161,7 @@ def _server_panels(load: LoadTables) -> list[tuple[str, Panel]]:
         memory.plot(samples["t_s"], samples["mem"] / 2**20, color="#00838f", label="memory MiB")
         memory.set_ylabel("memory, MiB")
         handles = [*axis.get_legend_handles_labels()[0], *memory.get_legend_handles_labels()[0]]
-        axis.legend(handles, [h.get_label() for h in handles], loc="upper left", bbox_to_anchor=(1.09, 1.0),
-                    fontsize=8, frameon=False)  # fmt: skip
+        _legend_outside(axis, handles, anchor_x=1.09)  # beyond the memory axis' labels
 
     def messages(axis):
         for name in ("in_msgs_rate", "out_msgs_rate"):
@@ -185,6 +205,7 @@ def distribution(load: LoadTables) -> str:
     counts = load.latency.set_index([*GROUP, "metric"])["count"] if not load.latency.empty else pd.Series(dtype=int)
     frame = load.distribution[load.distribution["metric"].isin(("response", "e2e"))]
     several = load.totals["scenario"].nunique() > 1 if not load.totals.empty else False
+    colours = _colours(load)
     series = []
     for (scenario, op, metric), group in frame.groupby([*GROUP, "metric"]):
         samples = int(counts.get((scenario, op, metric), 0))
@@ -192,16 +213,19 @@ def distribution(load: LoadTables) -> str:
             continue
         group = group[group["quantile"] <= 1 - 1 / samples].sort_values("quantile")
         name = f"{_op_name((scenario, op), several)} {'end-to-end' if metric == 'e2e' else 'response'}"
-        series.append((name, 1 / (1 - group["quantile"]), group["value_ns"] / 1e6, samples))
+        style = ":" if metric == "e2e" else "-"
+        series.append(
+            (name, 1 / (1 - group["quantile"]), group["value_ns"] / 1e6, samples, colours[(scenario, op)], style)
+        )
     parts = _chunks(series, MAX_SERIES)
     figure, axes = plt.subplots(len(parts), 1, figsize=(WIDTH_IN, 4.2 * len(parts)), squeeze=False)
     for axis, part in zip(axes[:, 0], parts, strict=True):
-        for name, x, y, _ in part:
-            axis.plot(x, y, marker=".", label=name)
-        most = max((samples for *_, samples in part), default=2)
+        for name, x, y, _, colour, style in part:
+            axis.plot(x, y, marker=".", color=colour, linestyle=style, label=name)
+        most = max((item[3] for item in part), default=2)
         ticks = {at: label for at, label in PERCENTILE_TICKS.items() if at <= most}
         axis.set_xscale("log")
-        axis.set_yscale("log")
+        _log_scale(axis)
         axis.set_xticks(list(ticks), list(ticks.values()))
         axis.minorticks_off()
         axis.set_xlim(1, most)

@@ -66,7 +66,9 @@ class Table:
     @property
     def numeric(self) -> list[bool]:
         """Per column: whether it holds numbers (right-aligned in HTML and Markdown)."""
-        return [all(row[i].css == "num" or not row[i].text for row in self.rows) for i in range(len(self.headers))]
+        return [
+            all("num" in row[i].css.split() or not row[i].text for row in self.rows) for i in range(len(self.headers))
+        ]
 
 
 # --- formatting ---------------------------------------------------------------------------------------------------
@@ -83,6 +85,18 @@ def number(value: Any) -> str:
     if abs(value) >= 100:
         return f"{value:,.0f}"
     return f"{value:.3g}"
+
+
+def milliseconds(value_ns: float) -> str:
+    """A latency in ms with as many decimals as its size calls for; never scientific notation."""
+    value = value_ns / 1e6
+    if value >= 100:
+        return f"{value:,.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    if value >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3f}" if value >= 0.001 or value == 0 else "<0.001"
 
 
 def when(value: Any) -> str:
@@ -303,6 +317,13 @@ def _tested(content: ReportContent) -> list[dict[str, Any]]:
     ]
 
 
+def _count_css(status: str, count: int) -> str:
+    """A count's look: failures stand out, zeros recede, the rest are plain numbers."""
+    if not count:
+        return "num zero"
+    return f"num {status}" if status != "pass" else "num"
+
+
 def _areas(content: ReportContent, several: bool) -> Table:
     """One row per area (and result set, when several): checks by status and the MUST ones that failed."""
     results = content.conformance.results
@@ -320,8 +341,8 @@ def _areas(content: ReportContent, several: bool) -> Table:
         names = list(index) if isinstance(index, tuple) else [index]
         failed = int(must_failed.get(index, 0))
         cells = [Cell(str(n)) for n in names] + [_cell(int(row.sum()))]
-        cells += [_cell(int(row[s]), s if row[s] and s != "pass" else "num") for s in STATUS_HEADERS]
-        cells.append(_cell(failed, "fail" if failed else "num"))
+        cells += [_cell(int(row[s]), _count_css(s, int(row[s]))) for s in STATUS_HEADERS]
+        cells.append(_cell(failed, _count_css("fail", failed)))
         rows.append(cells)
     totals = counts.sum()
     total_row = [Cell("all areas")] + ([Cell("")] if several else []) + [_cell(int(totals.sum()))]
@@ -456,7 +477,7 @@ def _latency_table(load: LoadTables, several_scenarios: bool, index: int) -> Tab
         cells += [Cell(METRIC_NAMES.get(row["metric"], row["metric"])), _cell(count)]
         for column, _, quantile in LATENCY_COLUMNS:
             shown = count and (quantile == 0.0 or count * (1 - quantile) >= 1)
-            cells.append(_cell(float(row[column]) / 1e6) if shown else Cell("", "num"))
+            cells.append(Cell(milliseconds(float(row[column])) if shown else "", "num"))
         rows.append(cells)
     return Table(f"latency-{index}", headers, rows)
 
