@@ -188,8 +188,12 @@ def timeline(load: LoadTables) -> str:
     figure, axes = plt.subplots(
         len(panels), 1, figsize=(WIDTH_IN, PANEL_HEIGHT_IN * len(panels)), sharex=True, squeeze=False
     )
-    for axis, (title, draw) in zip(axes[:, 0], panels, strict=True):
+    window = getattr(load, "window", None) or {}  # the steady window, when the aggregation measured one
+    for n, (axis, (title, draw)) in enumerate(zip(axes[:, 0], panels, strict=True)):
         draw(axis)
+        if window.get("start_ns") and not window.get("whole_run"):
+            start, end = ((window[key] - load.origin_ns) / 1e9 for key in ("start_ns", "end_ns"))
+            axis.axvspan(start, end, color="#9e9e9e", alpha=0.12, label="steady window" if n == 0 else None)
         axis.set_title(title, loc="left", fontsize=10)
         axis.grid(alpha=0.3)
         if axis.get_legend() is None:
@@ -233,7 +237,8 @@ def distribution(load: LoadTables) -> str:
         axis.set_ylabel("latency, ms")
         axis.grid(alpha=0.3, which="both")
         _legend_outside(axis)
-    axes[0, 0].set_title("latency by percentile", loc="left", fontsize=10)
+    steady = (getattr(load, "window", None) or {}).get("whole_run") is False
+    axes[0, 0].set_title(f"latency by percentile{' (steady window)' if steady else ''}", loc="left", fontsize=10)
     figure.tight_layout()
     return _data_uri(figure)
 

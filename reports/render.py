@@ -482,6 +482,12 @@ def _latency_table(load: LoadTables, several_scenarios: bool, index: int) -> Tab
     return Table(f"latency-{index}", headers, rows)
 
 
+def steady_window(load: LoadTables) -> dict[str, Any]:
+    """The steady window the load figures cover (LoadTables.window: start_ns, end_ns, definition, ...), or {} from
+    an aggregation that measures the whole run."""
+    return getattr(load, "window", None) or {}
+
+
 def _load_view(load: LoadTables, index: int, several: bool) -> dict[str, Any]:
     settings = Table(f"settings-{index}" if index else "settings", ["setting", "value"], [])
     settings.rows = [[Cell(name), Cell(value)] for name, value in load_settings(load.info)]
@@ -496,12 +502,17 @@ def _load_view(load: LoadTables, index: int, several: bool) -> dict[str, Any]:
         return view
     several_scenarios = load.totals["scenario"].nunique() > 1
     totals = load.totals.drop(columns=[] if several_scenarios else ["scenario"])
+    window = steady_window(load)
     view.update(
         span_s=load.span_s,
+        steady=bool(window) and not window.get("whole_run"),
+        measured=window.get("definition")
+        or f"ok / s: successful operations divided by the run's {number(round(load.span_s, 1))} s, from the first "
+        "intended send to the last reply.",
         totals=frame_table(
             f"totals-{index}",
             totals,
-            {"op": "operation", "ops": "operations", "ok_per_s": "ok / s"},
+            {"op": "operation", "ops": "operations", "steady_ok": "ok in steady window", "ok_per_s": "ok / s"},
         ),
         latency=_latency_table(load, several_scenarios, index),
         timeline=charts.timeline(load),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import re
@@ -88,6 +89,11 @@ def captured_figures(monkeypatch):
     yield figures
     for figure in figures:
         charts.plt.close(figure)
+
+
+def _title(axis) -> str:
+    """A plot's title wherever it is placed (the charts put theirs on the left)."""
+    return " ".join(filter(None, (axis.get_title(loc) for loc in ("left", "center", "right"))))
 
 
 def _conformance(tmp_path: Path, results: list[CheckResult], name: str = "run-a"):
@@ -208,10 +214,10 @@ def test_charts_have_few_series_and_legends_outside_the_data(load_tables, captur
     for figure in captured_figures:
         figure.canvas.draw()
         for axis in figure.axes:
-            assert len(axis.lines) <= 4, axis.get_title()
+            assert len(axis.lines) <= 4, _title(axis)
             legend = axis.get_legend()
             if legend is not None:
-                assert not legend.get_window_extent().overlaps(axis.get_window_extent()), axis.get_title()
+                assert not legend.get_window_extent().overlaps(axis.get_window_extent()), _title(axis)
 
 
 def test_no_errors_chart_when_there_were_no_errors(load_tables, captured_figures):
@@ -223,7 +229,8 @@ def test_no_errors_chart_when_there_were_no_errors(load_tables, captured_figures
         totals=load_tables.totals.assign(errors=0, ok=load_tables.totals["ops"]),
     )
     charts.timeline(clean)
-    titles = [axis.get_title().lower() for figure in captured_figures for axis in figure.axes]
+    titles = [_title(axis).lower() for figure in captured_figures for axis in figure.axes]
+    assert any(title.startswith("throughput") for title in titles)
     assert [title for title in titles if "error" in title] == []
     html = render_html(ReportContent(["x"], aggregate_conformance([]), [clean]))
     assert "no errors" in html.lower()
@@ -276,3 +283,21 @@ def test_latency_table_blanks_percentiles_beyond_the_sample_count(load_tables):
     latency = [text for table, text in page(html).cells if table and table.startswith("latency")]
     rows = [latency[i : i + len(latency) // len(few)] for i in range(0, len(latency), len(latency) // len(few))]
     assert rows and all(row[-2] == "" and row[-3] == "" for row in rows)  # p99.99 and p99.9 columns, before max
+
+
+def test_steady_window_is_shaded_and_defined(load_tables, captured_figures):
+    """When the aggregation measured a steady window, the report states its definition and shades it over time."""
+    windowed = copy.copy(load_tables)
+    windowed.window = {
+        "start_ns": load_tables.origin_ns + 1_000_000_000,
+        "end_ns": load_tables.origin_ns + 6_000_000_000,
+        "whole_run": False,
+        "definition": "Rates and percentiles cover the steady window: the 5.0 s from 1.0 s after the users started.",
+    }
+    html = render_html(ReportContent(["x"], aggregate_conformance([]), [windowed]))
+    assert "Rates and percentiles cover the steady window: the 5.0 s" in html
+    assert "Latency, milliseconds (steady window)" in html
+    throughput = next(a for f in captured_figures for a in f.axes if _title(a).startswith("throughput"))
+    shaded = [patch for patch in throughput.patches if patch.get_label() == "steady window"]
+    assert len(shaded) == 1
+    assert shaded[0].get_x() == pytest.approx(1.0)
