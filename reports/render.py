@@ -552,10 +552,8 @@ def document(content: ReportContent) -> dict[str, Any]:
     several = _several(content)
     conformance = content.conformance
     has_results = not conformance.results.empty
-    subjects = sorted(
-        {f"nats-server {v}" for v in conformance.results["server_version"] if v}
-        | {c for c in conformance.results["client"] if c}
-    )
+    servers = sorted({f"nats-server {v}" for v in conformance.results["server_version"] if v})
+    subjects = servers + sorted({c for c in conformance.results["client"] if c})
     comparison = None
     if content.comparison is not None:
         load = content.comparison.load.copy()
