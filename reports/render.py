@@ -7,6 +7,7 @@ failures, then load. HTML is autoescaped; every value reaches a template as plai
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 import json
@@ -449,8 +450,8 @@ def _verdict_block(content: ReportContent) -> dict[str, Any]:
         "runs": [
             {
                 "label": run.label,
-                "complete": run.complete,
-                "incomplete_reason": run.incomplete_reason,
+                # the run's own words (its name is the heading above them): "INCOMPLETE: ...; this is not a verdict"
+                "incomplete": "" if run.complete else dataclasses.replace(run, label="").lines()[0],
                 "subjects": [(subject.sentence(), subject.conforms) for subject in run.subjects]
                 or [("no checks ran", False)],
             }

@@ -137,7 +137,7 @@ def test_incomplete_run_is_marked_and_never_green(tmp_path):
     outcome, _ = _verdict(html)
     assert outcome == "incomplete"
     assert '<p class="headline">INCOMPLETE</p>' in html
-    assert "Incomplete: 10 of 24 checks ran" in html
+    assert "INCOMPLETE: 10 of 24 checks ran" in html
     assert "**INCOMPLETE**" in render_markdown(content)
 
 
