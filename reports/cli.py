@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 from jetcheck.config import CREDENTIAL_OPTIONS, add_option_arguments, cli_flag, resolve_credentials, resolve_some
@@ -29,6 +30,8 @@ def report_command(args: argparse.Namespace) -> int:
         p99_rise=args.max_p99_rise,
     )
     print(outcome.index.resolve())
+    for line in outcome.verdict_lines:
+        print(f"verdict: {line}", file=sys.stderr)
     return 1 if outcome.regressions else 0
 
 

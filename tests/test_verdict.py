@@ -315,3 +315,25 @@ def test_the_matrix_and_the_report_show_the_same_cell(a, b, tmp_path):
     results = [result("kv.r", a, check="one"), result("kv.r", b, check="two")]
     by_matrix, by_report = matrix_cells(results, tmp_path)
     assert by_matrix["kv.r"] == by_report["kv.r"] == a
+
+
+def test_a_report_of_several_result_sets_judges_each(tmp_path, capsys):
+    """`jetcheck report` over two result sets: each set's verdict, named, on the console and in summary.md; one
+    unfinished set makes the whole report INCOMPLETE."""
+    from jetcheck import cli
+
+    done = write_result_set(tmp_path / "2.15.1", [result("stream.a", "pass")], {**FINISHED, "collected": 1})
+    cut = write_result_set(tmp_path / "2.12.8", [result("stream.a", "fail")], {"started_at": "x", "collected": 9})
+    out = tmp_path / "report"
+    assert cli.main(["report", "--in", str(done), "--in", str(cut), "--out", str(out)]) == 0
+    console = capsys.readouterr().err
+    summary = (out / "summary.md").read_text()
+    expected = [
+        "2.15.1: server 2.15.1: conforms, 1/1 server rules pass",
+        "2.12.8: INCOMPLETE: 1 of 9 checks ran; the run did not finish (run.json has no finished_at); "
+        "this is not a verdict",
+        "2.12.8: server 2.15.1: 1 MUST server rule fails, 0/1 server rules that ran pass",
+    ]
+    assert summary.splitlines()[2] == "**INCOMPLETE**"
+    for line in expected:
+        assert f"verdict: {line}" in console and f"- {line}" in summary
