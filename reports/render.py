@@ -459,6 +459,7 @@ def _verdict_block(content: ReportContent) -> dict[str, Any]:
         ],
         # what the result sets' own lines do not say: a regression against the baseline, or no results at all
         "extra": lines[sum(len(run.lines()) for run in runs) :],
+        "lines": lines,  # every line as the console prints it, each named by its result set when there are several
     }
 
 
