@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from jetcheck.fixtures import children
 from jetcheck.fixtures.binaries import binary_version, system_binary
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.records import RESULTS_FILE, STATUSES, CheckResult, read_results
@@ -99,7 +99,7 @@ def matrix_command(args: argparse.Namespace) -> int:
             str(out / version),
             *args.pytest_args,
         ]
-        status = subprocess.run(command, check=False).returncode
+        status = children.run(command, children.NESTED_STOP_GRACE_S)  # certify stops its pytest first
         results_path = out / version / RESULTS_FILE
         if status not in (0, 1) or not results_path.exists():
             print(f"jetcheck: certify of {version} did not complete (exit {status})", file=sys.stderr)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 
 from jetcheck import __version__
+from jetcheck.fixtures.children import interrupt_on_sigterm
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.redact import redact_url
 
@@ -29,9 +31,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     # nats-py's TLS transport makes asyncio warn on every closed TLS connection; that noise is not the user's.
     logging.getLogger("asyncio").setLevel(logging.ERROR)
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    # SIGTERM takes Ctrl-C's path: children stopped, what the run created removed, exit 130
+    previous_sigterm = interrupt_on_sigterm()
     try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
         return args.func(args)
     except TargetError as exc:
         print(f"jetcheck: {redact_url(str(exc))}", file=sys.stderr)
@@ -39,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("jetcheck: interrupted", file=sys.stderr)
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous_sigterm)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ import json
 import os
 import re
 import secrets
-import signal
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ from jetcheck.config import (
     credential_environment,
     resolve_credentials,
 )
+from jetcheck.fixtures import children
 from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.providers import provider_for
@@ -43,6 +43,7 @@ from .scenarios import SCENARIOS, LoadSettings, scenario, setup, teardown
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")  # a path, not an import: Locust monkey-patches on import
 GRACE_S = 120.0  # setup (prefill), drain and teardown on top of the run time
+LOCUST_STOP_S = 30.0  # past the deadline, for Locust to write what it has
 MAX_DEFAULT_PROCESSES = 8
 
 
@@ -214,8 +215,8 @@ def run(args) -> int:
     prefix = "jc" + secrets.token_hex(3)
     out = Path(args.out or Path("jetcheck-load") / run_id)
     provider = provider_for(args.server, args.server_version, credentials)
-    target = provider.start()
     try:
+        target = provider.start()  # inside the try: interrupted while it starts, the server is stopped too
         settings = LoadSettings(
             scenario=args.scenario,
             server_url=target.url,
@@ -263,23 +264,15 @@ def run(args) -> int:
 
 
 def _run_bounded(cmd: list[str], env: dict[str, str], log_path: Path, deadline_s: float) -> int:
-    """Run Locust in its own process group; past the deadline the whole group is stopped."""
+    """Run Locust in its own session; past the deadline, or when the command is interrupted, it is stopped."""
     started = time.monotonic()
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True
-        )
+    with (
+        open(log_path, "wb") as log,
+        children.running(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env) as proc,
+    ):
         try:
             return proc.wait(timeout=deadline_s)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGINT)  # Locust quits (and writes what it has) on SIGINT
-            try:
-                return proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            if not children.stop(proc, LOCUST_STOP_S):  # Locust quits (and writes what it has) on SIGINT
                 raise TargetError(f"Locust did not stop within {time.monotonic() - started:.0f}s") from None
-        except BaseException:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            raise
+            return proc.returncode

@@ -1,0 +1,133 @@
+"""Ctrl-C or SIGTERM of a jetcheck command stops every process it started within 5 s, removes what it created
+(streams on the target, a managed server's store), leaves nothing in the temp directory and exits 130."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+import pytest
+
+from jetcheck.fixtures.cleanup import stream_names
+from jetcheck.fixtures.target import Target
+from jetcheck.records import RESULTS_FILE
+
+from .conftest import SERVER_VERSION
+
+STOP_BUDGET_S = 5.0
+READY_TIMEOUT_S = 180.0
+
+
+@dataclass
+class Case:
+    argv: list[str]
+    ready: Callable[[], bool]  # true once the command is doing its real work (a check recorded, Locust loading)
+    url_target: bool
+
+
+def has_a_line(path: Path) -> Callable[[], bool]:
+    return lambda: path.exists() and path.read_text().strip() != ""
+
+
+def mentions(path: Path, text: str) -> Callable[[], bool]:
+    return lambda: path.exists() and text in path.read_text(errors="replace")
+
+
+def case_for(command: str, tmp_path: Path, url: str) -> Case:
+    """Each command run on a selection that takes far longer than the test waits, so the signal lands mid-run."""
+    out = tmp_path / "out"
+    if command == "certify":
+        prefix = "jcint" + secrets.token_hex(3)
+        argv = ["certify", "--server", url, "--run-prefix", prefix, "--out", str(out)]
+        return Case(argv, has_a_line(out / RESULTS_FILE), True)
+    if command == "run":  # its certify step's pytest: three levels of processes below the command
+        return Case(["run", "--server", url, "--out", str(out)], has_a_line(out / "certify" / RESULTS_FILE), True)
+    if command == "load":  # mixed with two users: a Locust master and two worker processes
+        argv = ["load", "--server", url, "--scenario", "mixed", "--users", "2", "--consumers", "1", "--rate", "200",
+                "--duration", "300s", "--out", str(out)]  # fmt: skip
+        return Case(argv, mentions(out / "locust.log", "All users spawned"), True)
+    if command == "matrix":  # certify of a managed server: a nats-server and its store in a temp directory
+        argv = ["matrix", "--versions", SERVER_VERSION, "--out", str(out)]
+        return Case(argv, has_a_line(out / SERVER_VERSION / RESULTS_FILE), False)
+    raise AssertionError(command)
+
+
+def streams_on(target: Target) -> set[str]:
+    async def names() -> set[str]:
+        nc = await target.connect()
+        try:
+            return set(await stream_names(nc))
+        finally:
+            await nc.close()
+
+    return asyncio.run(names())
+
+
+def wait_until_ready(proc: subprocess.Popen, case: Case, output: Path) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while not case.ready():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"{case.argv[0]} never got going (exit {proc.poll()}):\n{output.read_text()[-3000:]}")
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
+@pytest.mark.parametrize("command", ["run", "certify", "load", "matrix"])
+def test_an_interrupted_command_stops_everything_it_started(tmp_path, embedded_server, command, sig):
+    """The signal goes to the command's process alone (as `kill` sends it; Ctrl-C reaches only the terminal's
+    foreground group, which the command's children are not in): within 5 s the command and every process below it
+    are gone, it said "jetcheck: interrupted" and exited 130, its temp directory is empty and the target holds no
+    stream the run created."""
+    case = case_for(command, tmp_path, embedded_server.url)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    before = streams_on(embedded_server)
+    stdout, stderr = tmp_path / "stdout", tmp_path / "stderr"
+    with open(stdout, "wb") as out, open(stderr, "wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "jetcheck.cli", *case.argv],
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "TMPDIR": str(temp)},
+            start_new_session=True,
+        )
+    descendants: list[psutil.Process] = []
+    try:
+        wait_until_ready(proc, case, stdout)
+        descendants = psutil.Process(proc.pid).children(recursive=True)
+        assert descendants, "the command runs its work in child processes"
+        described = {p.pid: " ".join(p.cmdline()[:6]) for p in descendants}
+        os.kill(proc.pid, sig)
+        deadline = time.monotonic() + STOP_BUDGET_S
+        try:
+            proc.wait(timeout=STOP_BUDGET_S)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"jetcheck {command} still running {STOP_BUDGET_S:.0f} s after {sig.name}")
+        _gone, alive = psutil.wait_procs(descendants, timeout=max(0.0, deadline - time.monotonic()))
+        assert not alive, f"still running {STOP_BUDGET_S:.0f} s after {sig.name}: {[described[p.pid] for p in alive]}"
+        errors = stderr.read_text()
+        assert proc.returncode == 130, errors
+        assert errors.strip().splitlines()[-1] == "jetcheck: interrupted"
+        assert "Traceback" not in errors
+        assert sorted(p.name for p in temp.iterdir()) == []
+        if case.url_target:
+            assert streams_on(embedded_server) == before
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for process in descendants:  # on a failure, what the command left running
+            try:
+                process.kill()
+            except psutil.NoSuchProcess:
+                pass
+        proc.wait()
