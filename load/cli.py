@@ -15,6 +15,7 @@ import json
 import os
 import re
 import secrets
+import signal
 import subprocess
 import sys
 import time
@@ -32,6 +33,7 @@ from jetcheck.config import (
 from jetcheck.fixtures import children
 from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.fixtures.errors import TargetError
+from jetcheck.fixtures.process import free_port
 from jetcheck.fixtures.providers import provider_for
 from jetcheck.fixtures.target import Target, probe
 from jetcheck.records import LOAD_FILE
@@ -179,7 +181,11 @@ def locust_command(
         server_version,
     ]
     if args.processes > 1:
-        cmd += ["--processes", str(args.processes)]
+        # the master and its workers talk over loopback on a free port: not Locust's 5557 on every interface,
+        # which another load on the machine may hold
+        port = str(free_port())
+        cmd += ["--processes", str(args.processes), "--master-bind-host", "127.0.0.1", "--master-bind-port", port]
+        cmd += ["--master-host", "127.0.0.1", "--master-port", port]
     return cmd
 
 
@@ -268,7 +274,11 @@ def _run_bounded(cmd: list[str], env: dict[str, str], log_path: Path, deadline_s
     started = time.monotonic()
     with (
         open(log_path, "wb") as log,
-        children.running(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env) as proc,
+        # interrupted, Locust is asked with SIGTERM: its graceful stop (teardown, load.json) without first
+        # rendering the HTML report as it does on SIGINT, which takes seconds
+        children.running(
+            cmd, ask=signal.SIGTERM, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+        ) as proc,
     ):
         try:
             return proc.wait(timeout=deadline_s)
