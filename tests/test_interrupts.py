@@ -52,11 +52,12 @@ def case_for(command: str, tmp_path: Path, url: str) -> Case:
         return Case(argv, has_a_line(out / RESULTS_FILE), True)
     if command == "run":  # its certify step's pytest: three levels of processes below the command
         return Case(["run", "--server", url, "--out", str(out)], has_a_line(out / "certify" / RESULTS_FILE), True)
-    if command == "load":  # mixed with two users: a Locust master and two worker processes
-        argv = ["load", "--server", url, "--scenario", "mixed", "--users", "2", "--consumers", "1", "--rate", "200",
-                "--duration", "300s", "--out", str(out)]  # fmt: skip
+    if command in ("load", "load-local"):  # mixed with two users: a Locust master and two worker processes
+        server = url if command == "load" else "local"  # local: the load's own nats-server and its store
+        argv = ["load", "--server", server, "--scenario", "mixed", "--users", "2", "--consumers", "1", "--rate",
+                "200", "--duration", "300s", "--out", str(out)]  # fmt: skip
         # Locust says one or the other once every user runs
-        return Case(argv, mentions(out / "locust.log", "All users spawned", "Spawning is complete"), True)
+        return Case(argv, mentions(out / "locust.log", "All users spawned", "Spawning is complete"), server == url)
     if command == "matrix":  # certify of a managed server: a nats-server and its store in a temp directory
         argv = ["matrix", "--versions", SERVER_VERSION, "--out", str(out)]
         return Case(argv, has_a_line(out / SERVER_VERSION / RESULTS_FILE), False)
@@ -82,8 +83,14 @@ def wait_until_ready(proc: subprocess.Popen, case: Case, output: Path) -> None:
         time.sleep(0.05)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
-@pytest.mark.parametrize("command", ["run", "certify", "load", "matrix"])
+SIGNALLED = [
+    pytest.param(command, sig, id=f"{command}-{sig.name.lower()}")
+    for command in ("run", "certify", "load", "matrix")
+    for sig in (signal.SIGINT, signal.SIGTERM)
+] + [pytest.param("load-local", signal.SIGTERM, id="load-local-sigterm")]
+
+
+@pytest.mark.parametrize(("command", "sig"), SIGNALLED)
 def test_an_interrupted_command_stops_everything_it_started(tmp_path, embedded_server, command, sig):
     """The signal goes to the command's process alone (as `kill` sends it; Ctrl-C reaches only the terminal's
     foreground group, which the command's children are not in): within 5 s the command and every process below it
