@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -99,7 +100,9 @@ def matrix_command(args: argparse.Namespace) -> int:
             str(out / version),
             *args.pytest_args,
         ]
-        status = children.run(command, children.NESTED_STOP_GRACE_S)  # certify stops its pytest first
+        # certify stops its pytest first; interrupted, only matrix says so on the terminal they share
+        env = {**os.environ, children.PARENT_SAYS_INTERRUPTED: "1"}
+        status = children.run(command, children.NESTED_STOP_GRACE_S, env=env)
         results_path = out / version / RESULTS_FILE
         if status not in (0, 1) or not results_path.exists():
             print(f"jetcheck: certify of {version} did not complete (exit {status})", file=sys.stderr)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 
 from jetcheck import __version__
-from jetcheck.fixtures.children import interrupt_on_sigterm
+from jetcheck.fixtures.children import PARENT_SAYS_INTERRUPTED, interrupt_on_sigterm
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.redact import redact_url
 
@@ -41,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"jetcheck: {redact_url(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("jetcheck: interrupted", file=sys.stderr)
+        if not os.environ.get(PARENT_SAYS_INTERRUPTED):
+            print("jetcheck: interrupted", file=sys.stderr)
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous_sigterm)
