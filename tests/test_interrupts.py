@@ -21,6 +21,7 @@ import pytest
 from jetcheck.fixtures.cleanup import stream_names
 from jetcheck.fixtures.target import Target
 from jetcheck.records import RESULTS_FILE
+from jetcheck.reports.synthetic import LoadSpec, sample_results, write_certify_run, write_load_run
 
 from .conftest import SERVER_VERSION
 
@@ -50,7 +51,7 @@ def case_for(command: str, tmp_path: Path, url: str) -> Case:
         prefix = "jcint" + secrets.token_hex(3)
         argv = ["certify", "--server", url, "--run-prefix", prefix, "--out", str(out)]
         return Case(argv, has_a_line(out / RESULTS_FILE), True)
-    if command == "run":  # its certify step's pytest: three levels of processes below the command
+    if command == "run":  # two levels of processes below the command: its certify step and that step's pytest
         return Case(["run", "--server", url, "--out", str(out)], has_a_line(out / "certify" / RESULTS_FILE), True)
     if command in ("load", "load-local"):  # mixed with two users: a Locust master and two worker processes
         server = url if command == "load" else "local"  # local: the load's own nats-server and its store
@@ -75,11 +76,12 @@ def streams_on(target: Target) -> set[str]:
     return asyncio.run(names())
 
 
-def wait_until_ready(proc: subprocess.Popen, case: Case, output: Path) -> None:
+def wait_until_ready(proc: subprocess.Popen, case: Case, stdout: Path, stderr: Path) -> None:
     deadline = time.monotonic() + READY_TIMEOUT_S
     while not case.ready():
         if proc.poll() is not None or time.monotonic() > deadline:
-            pytest.fail(f"{case.argv[0]} never got going (exit {proc.poll()}):\n{output.read_text()[-3000:]}")
+            output = stdout.read_text()[-2000:] + stderr.read_text()[-2000:]
+            pytest.fail(f"{case.argv[0]} never got going (exit {proc.poll()}):\n{output}")
         time.sleep(0.05)
 
 
@@ -112,7 +114,7 @@ def test_an_interrupted_command_stops_everything_it_started(tmp_path, embedded_s
         )
     descendants: list[psutil.Process] = []
     try:
-        wait_until_ready(proc, case, stdout)
+        wait_until_ready(proc, case, stdout, stderr)
         descendants = psutil.Process(proc.pid).children(recursive=True)
         assert descendants, "the command runs its work in child processes"
         described = {p.pid: " ".join(p.cmdline()[:6]) for p in descendants}
@@ -138,4 +140,44 @@ def test_an_interrupted_command_stops_everything_it_started(tmp_path, embedded_s
         for process in descendants:  # on a failure, what the command left running
             with contextlib.suppress(psutil.NoSuchProcess):
                 process.kill()
+        proc.wait()
+
+
+def test_an_interrupt_while_spark_starts_leaves_no_jvm(tmp_path):
+    """The report (run's last step) interrupted while pyspark is still starting its JVM: pyspark loses track of that
+    JVM, which would then outlive the command for good; it is stopped within 5 s too."""
+    run = tmp_path / "run"
+    write_certify_run(run / "certify", sample_results())
+    write_load_run(run / "load", LoadSpec(records=5000, duration_s=3))  # a load is what the report needs Spark for
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jetcheck.cli", "report", "--in", str(run)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        cwd=tmp_path,
+        env={**os.environ, "TMPDIR": str(temp)},
+        start_new_session=True,
+    )
+    jvms: list[psutil.Process] = []
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        # pyspark waits for the JVM to write its address into a temp directory of its own: the JVM is starting
+        while not (jvms and any(p.is_dir() for p in temp.iterdir())):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1]
+            jvms = [p for p in psutil.Process(proc.pid).children() if p.name() == "java"]
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGINT)
+        started = time.monotonic()
+        _out, errors = proc.communicate(timeout=STOP_BUDGET_S)
+        _gone, alive = psutil.wait_procs(jvms, timeout=max(0.0, started + STOP_BUDGET_S - time.monotonic()))
+        assert not alive, f"the JVM still runs {STOP_BUDGET_S:.0f} s after SIGINT"
+        assert proc.returncode == 130, errors
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for jvm in jvms:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                jvm.kill()
         proc.wait()
