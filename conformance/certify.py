@@ -6,12 +6,12 @@ import argparse
 import asyncio
 import json
 import os
-import subprocess
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
 from jetcheck.config import OPTIONS, Config, add_option_arguments, cli_flag, resolve
+from jetcheck.fixtures import children
 from jetcheck.fixtures.binaries import system_binary, wheel_binary
 from jetcheck.fixtures.cleanup import claim_prefix
 from jetcheck.fixtures.errors import TargetError
@@ -98,7 +98,8 @@ def run_checks(cfg: Config, pytest_args: list[str]) -> int:
         "-q",
         *extra,
     ]
-    return subprocess.run(command, env=pytest_environment(cfg), check=False).returncode
+    # pytest stops on an interrupt forwarded to it, deleting the run's streams and stopping its server first
+    return children.run(command, env=pytest_environment(cfg))
 
 
 def summarise(results: list[CheckResult]) -> str:
