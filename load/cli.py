@@ -32,6 +32,7 @@ from jetcheck.config import (
 )
 from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.fixtures.errors import TargetError
+from jetcheck.fixtures.process import free_port
 from jetcheck.fixtures.providers import provider_for
 from jetcheck.fixtures.target import Target, probe
 from jetcheck.records import LOAD_FILE
@@ -178,7 +179,10 @@ def locust_command(
         server_version,
     ]
     if args.processes > 1:
-        cmd += ["--processes", str(args.processes)]
+        # the master's port on loopback only, and a free one: Locust's default binds *:5557, so two runs collide
+        port = str(free_port())
+        cmd += ["--processes", str(args.processes), "--master-bind-host", "127.0.0.1"]
+        cmd += ["--master-bind-port", port, "--master-port", port]
     return cmd
 
 
