@@ -12,6 +12,7 @@ what the run created and writes ``<out>/load.json``.
 
 from __future__ import annotations
 
+import functools
 import gc
 import itertools
 import json
@@ -141,11 +142,43 @@ def _start_flusher(log: OpLog) -> None:
     asyncio.get_running_loop().create_task(log.flush_periodically(FLUSH_EVERY_S, FLUSH_CHECK_S))
 
 
+def stop_drivers() -> None:
+    """Stop every user's driver of this process at once: nothing is intended after this, and what is in flight is
+    finished and logged. Idempotent; the users keep their drivers for their last report."""
+    drivers = list(_drivers)
+    if drivers:
+        bridge.run(_stop_all(drivers), timeout=60)
+
+
+async def _stop_all(drivers: list[Driver]) -> None:
+    import asyncio
+
+    await asyncio.gather(*(driver.stop() for driver in drivers))
+
+
+def stop_load_before_runner(runner) -> None:
+    """Make `runner.stop()` stop this process's drivers before anything else it does.
+
+    Locust's Runner.stop begins with ``inspect.stack()`` for a debug line: reading the stack's source files and
+    mapping every loaded module to its file holds the GIL for 150-300 ms on a busy machine. The process's asyncio
+    loop, and with it every user's schedule, stands still meanwhile, while open-loop sends keep falling due: they
+    went out late by up to that much and made the wind-down the run's p99. Stopped first, the drivers intend nothing
+    during it. Every way to stop goes through this method: the run-time limit (quit), the web UI, the master's stop
+    message and jetcheck's drain."""
+    locust_stop = runner.stop
+
+    @functools.wraps(locust_stop)
+    def stop(*args, **kwargs):
+        stop_drivers()
+        return locust_stop(*args, **kwargs)
+
+    runner.stop = stop
+
+
 def close_oplog() -> int:
     """Wait for this process's users to be drained and its log to be on disk; returns rows written."""
-    for driver in list(_drivers):
-        bridge.run(driver.stop(), timeout=60)
-        _drivers.discard(driver)
+    stop_drivers()
+    _drivers.clear()
     if _oplog is None:
         return 0
     _oplog.close()
@@ -225,6 +258,8 @@ def pick_users(environment, **_kwargs) -> None:
     options = environment.parsed_options
     if environment.runner is not None:
         register_messages(environment)
+        if not isinstance(environment.runner, MasterRunner):  # a master runs no users
+            stop_load_before_runner(environment.runner)
     if options is None or isinstance(environment.runner, WorkerRunner):
         return  # a worker runs whatever the master dispatches (a remote worker learns the scenario at spawn)
     spec = scenario(options.jetcheck_scenario)

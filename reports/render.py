@@ -134,7 +134,9 @@ def _load_html(load: LoadTables) -> str:
         parts.append("<p><em>No operations were logged.</em></p>")
         return "\n".join(parts)
     parts.extend(f"<p class='caveat'><strong>Caveat:</strong> {_esc(caveat)}</p>" for caveat in load.caveats)
-    parts.append(f"<p>Duration {load.span_s:.1f} s.</p>" + html_table(load.totals))
+    parts.append(
+        f"<p>Duration {load.span_s:.1f} s. {_esc(load.window.get('definition', ''))}</p>" + html_table(load.totals)
+    )
     parts.append("<h4>Latency (ms)</h4>" + html_table(_in_ms(load.latency)))
     parts.append("<ul class='notes'>" + "".join(f"<li>{_esc(n)}</li>" for n in load.notes) + "</ul>")
     parts.append(_chart(charts.timeline(load), f"{load.label} timeline"))
@@ -237,7 +239,7 @@ def render_markdown(content: ReportContent) -> str:
             continue
         out += [f"**Caveat:** {caveat}\n" for caveat in load.caveats]
         out += [
-            f"Duration {load.span_s:.1f} s.",
+            f"Duration {load.span_s:.1f} s. {load.window.get('definition', '')}",
             "",
             _md_table(load.totals),
             "Latency, ms:",
