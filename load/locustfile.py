@@ -60,6 +60,7 @@ _run: dict[str, Any] = {}  # master/local: what load.json needs, filled at test 
 _run_ids_given: dict[str, tuple[str, str]] = {}  # the run id and prefix from the command line, if any
 _cpu_at_start = 0.0  # this process's CPU seconds when the test started (load.json reports the load's CPU cost)
 _roles_here: set[str] = set()  # the roles this process's users played in the current test
+_stopping: dict[str, int] = {}  # "ns": when this process was first asked to stop in the current test
 
 
 @events.init_command_line_parser.add_listener
@@ -142,10 +143,13 @@ def _start_flusher(log: OpLog) -> None:
     asyncio.get_running_loop().create_task(log.flush_periodically(FLUSH_EVERY_S, FLUSH_CHECK_S))
 
 
-def stop_drivers() -> None:
-    """Stop every user's driver of this process at once: nothing is intended after this, and what is in flight is
-    finished and logged. Idempotent; the users keep their drivers for their last report."""
+def stop_drivers(at_ns: int | None = None) -> None:
+    """Stop every user's driver of this process at once: nothing due at or after `at_ns` (default now) is started,
+    and what is in flight is finished and logged. Idempotent; the users keep their drivers for their last report."""
     drivers = list(_drivers)
+    at_ns = time.time_ns() if at_ns is None else at_ns
+    for driver in drivers:
+        driver.stop_intending(at_ns)
     if drivers:
         bridge.run(_stop_all(drivers), timeout=60)
 
@@ -169,7 +173,7 @@ def stop_load_before_runner(runner) -> None:
 
     @functools.wraps(locust_stop)
     def stop(*args, **kwargs):
-        stop_drivers()
+        stop_drivers(_stopping.setdefault("ns", time.time_ns()))
         return locust_stop(*args, **kwargs)
 
     runner.stop = stop
@@ -286,6 +290,7 @@ def register_messages(environment) -> None:
                     "rows": rows,
                     "cpu_s": round(time.process_time() - _cpu_at_start, 3),
                     "roles": sorted(_roles_here),
+                    "stopping_ns": _stopping.get("ns"),
                 },
             )
 
@@ -303,6 +308,7 @@ def on_test_start(environment, **_kwargs) -> None:
     global _cpu_at_start
     _cpu_at_start = time.process_time()
     _roles_here.clear()
+    _stopping.clear()
     if isinstance(environment.runner, WorkerRunner):
         freeze_heap()
         return
@@ -364,10 +370,12 @@ def on_test_stop(environment, **_kwargs) -> None:
                 gevent.sleep(0.05)  # the workers' answers arrive as messages, handled by another greenlet
         load_cpu = {str(w.get("pid")): w.get("cpu_s") for w in _run["drained"]}
         roles = {str(w.get("pid")): w.get("roles", []) for w in _run["drained"]}
+        stopping = {str(w.get("pid")): w.get("stopping_ns") for w in _run["drained"]}
     else:
         close_oplog()
         load_cpu = {str(os.getpid()): round(time.process_time() - _cpu_at_start, 3)}
         roles = {str(os.getpid()): sorted(_roles_here)}
+        stopping = {str(os.getpid()): _stopping.get("ns")}
     end_ns = time.time_ns()
 
     async def finish() -> tuple[dict, list[str]]:
@@ -408,6 +416,7 @@ def on_test_stop(environment, **_kwargs) -> None:
         load_cpu_s=load_cpu,
         process_roles=roles,
     )
+    run["stopping_ns"] = stopping  # by pid: when each load process began to stop; it intended nothing after
     runfile.write(Path(settings.out_dir), run)
     logger.info("jetcheck: wrote %s", json.dumps({"run_id": settings.run_id, "out": settings.out_dir}))
     _run.clear()
