@@ -43,20 +43,20 @@ def _quantiles_us(values) -> dict[str, float]:
 
 
 def user_spans(table) -> list[tuple[int, int]]:
-    """Each user's (first, last) intended send time; users are numbered per process."""
-    spans = table.group_by(["process", "user"]).aggregate([("intended_ns", "min"), ("intended_ns", "max")])
-    return list(zip(spans["intended_ns_min"].to_pylist(), spans["intended_ns_max"].to_pylist(), strict=True))
+    """Each user's (first, last) actual send time; users are numbered per process."""
+    spans = table.group_by(["process", "user"]).aggregate([("start_ns", "min"), ("start_ns", "max")])
+    return list(zip(spans["start_ns_min"].to_pylist(), spans["start_ns_max"].to_pylist(), strict=True))
 
 
 def summarize(out_dir: Path) -> dict[str, Any]:
-    """Per op kind: counts over the whole run; rate and response/service/send-delay/e2e quantiles (microseconds)
-    over the steady window (jetcheck.load.window), which `window` describes."""
+    """Per op kind: counts over the whole run; rate and response/service/send-delay/e2e quantiles (microseconds) of
+    the operations sent in the steady window (jetcheck.load.window), which `window` describes."""
     import pyarrow.compute as pc
 
     table = read_ops(out_dir)
     window = steady_window(user_spans(table))
-    intended = table["intended_ns"].to_numpy()
-    steady_table = table.filter(window.contains(intended)) if window else table  # no window: nothing logged
+    sent = table["start_ns"].to_numpy()
+    steady_table = table.filter(window.contains(sent)) if window else table  # no window: nothing logged
     ops: dict[str, Any] = {}
     for op in sorted(set(table.column("op").to_pylist())):
         rows = table.filter(pc.equal(table["op"], op))
@@ -86,17 +86,17 @@ def summarize(out_dir: Path) -> dict[str, Any]:
     note = shared_loop_note(run)
     return {
         "rows": table.num_rows,
-        "window": describe_window(window, intended) if window else None,
+        "window": describe_window(window, sent) if window else None,
         "ops": ops,
         "checks": record_checks(run, table),
         "notes": [note] if note else [],
     }
 
 
-def describe_window(window: SteadyWindow, intended_ns) -> dict[str, Any]:
-    before = int((intended_ns < window.start_ns).sum())
-    after = int((intended_ns >= window.end_ns).sum())
-    return window.describe(before, len(intended_ns) - before - after, after)
+def describe_window(window: SteadyWindow, start_ns) -> dict[str, Any]:
+    before = int((start_ns < window.start_ns).sum())
+    after = int((start_ns >= window.end_ns).sum())
+    return window.describe(before, len(start_ns) - before - after, after)
 
 
 def record_checks(run: dict[str, Any], table) -> list[dict[str, Any]]:

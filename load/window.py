@@ -2,17 +2,19 @@
 
 A run starts its users one after another and stops them one after another; while that happens the load is not the
 one asked for (fewer senders, a process busy starting or stopping). The steady window is the time in which every
-user was running, less a warm-up at its start:
+user was running, less a warm-up at its start, on the clock of the operations' actual sends (start_ns):
 
-- it starts WARMUP_S after the last user's first operation (at most a quarter of the time all users ran, so that
-  short runs keep most of it), and
-- it ends at the first user's last operation: from then on users are stopping.
+- it starts WARMUP_S after the last user's first send (at most a quarter of the time all users ran, so that short
+  runs keep most of it), and
+- it ends at the first user's last send: from then on users are stopping.
 
-An operation belongs to the window by its intended send time (what the schedule asked for, so a late send still
-counts where it was due), `start_ns <= intended_ns < end_ns`. Rates are successful operations in the window divided
-by its length. Operations outside it stay in the log and in the over-time charts, counted as warm-up and
-wind-down. When no moment had every user running (a consumer that finished before the last user started), there is
-no steady window and the figures cover the whole run, from the first intended operation to the last.
+The figures cover the operations *sent* in the window (`start_ns` in [start, end)): percentiles of their response
+times, which still count from the intended send so a late send shows its delay, and the rate of the successful ones
+per second of the window. Selecting by send rather than intended time keeps a run whose client fell behind honest:
+what it sent late is measured, and its rate is what it achieved, not the schedule's. Operations sent outside the
+window stay in the log and in the over-time charts, counted as warm-up and wind-down. When no moment had every user
+running (a consumer that finished before the last user started), there is no steady window and the figures cover
+the whole run, from the first send to the last.
 
 The console summary (pyarrow) and the report (Spark) each reduce the log to per-user spans and counts with their own
 engine, and both take the window and its description from here.
@@ -31,7 +33,7 @@ MAX_WARMUP_SHARE = 0.25
 
 @dataclass(frozen=True)
 class SteadyWindow:
-    """Intended send times [start_ns, end_ns) of the operations a run's figures cover."""
+    """The send times [start_ns, end_ns) of the operations a run's figures cover."""
 
     start_ns: int
     end_ns: int
@@ -43,16 +45,16 @@ class SteadyWindow:
     def seconds(self) -> float:
         return (self.end_ns - self.start_ns) / NS
 
-    def contains(self, intended_ns):
-        """The mask (numpy) or truth value of `intended_ns` being in the window."""
-        return (intended_ns >= self.start_ns) & (intended_ns < self.end_ns)
+    def contains(self, start_ns):
+        """Whether operations sent at `start_ns` (a numpy array or a Spark column) are in the window."""
+        return (start_ns >= self.start_ns) & (start_ns < self.end_ns)
 
     def describe(self, warmup_ops: int, steady_ops: int, winddown_ops: int) -> dict[str, Any]:
         """What summary.json and the report's LoadTables carry as `window`; `definition` is the sentence to show."""
         if self.whole_run:
             definition = (
                 f"No steady window: the {self.users} users never all ran at once, so rates and percentiles cover "
-                f"every operation of the run, the {self.seconds:.1f} s from the first intended send to the last "
+                f"every operation of the run, the {self.seconds:.1f} s from the first send to the last "
                 "(ops/s = successful operations / that time)."
             )
         else:
@@ -63,9 +65,9 @@ class SteadyWindow:
             )
             definition = (
                 f"Rates and percentiles cover the steady window: the {self.seconds:.1f} s from {self.warmup_s:.1f} s "
-                f"after {span}, operations taken by their intended send time (ops/s = successful operations "
-                f"intended in it / {self.seconds:.1f} s). "
-                f"The {warmup_ops:,} operations before it (warm-up) and the {winddown_ops:,} after it (wind-down) "
+                f"after {span}, i.e. the operations sent in it (response times count from the intended send), "
+                f"ops/s = successful ones / {self.seconds:.1f} s. "
+                f"The {warmup_ops:,} operations sent before it (warm-up) and the {winddown_ops:,} after it (wind-down) "
                 "are in the logs and the over-time charts, not in these figures."
             )
         return {
@@ -83,7 +85,7 @@ class SteadyWindow:
 
 
 def steady_window(user_spans: Iterable[tuple[int, int]]) -> SteadyWindow | None:
-    """The window from each user's (first, last) intended send time; None when nothing was logged."""
+    """The window from each user's (first, last) actual send time (start_ns); None when nothing was logged."""
     spans = list(user_spans)
     if not spans:
         return None

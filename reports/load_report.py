@@ -48,7 +48,8 @@ class LoadTables:
     origin_ns: int
     span_s: float
     slot_s: float
-    totals: pd.DataFrame  # scenario, op, ops, ok, errors (whole run), steady_ok, ok_per_s (steady window)
+    # scenario, op, ops, ok, errors (whole run); steady_ok: ok sent in the steady window, ok_per_s their rate
+    totals: pd.DataFrame
     throughput: pd.DataFrame  # scenario, op, t_s, ops, ok, errors
     latency: pd.DataFrame  # scenario, op, metric, count, invalid, min, p50 .. p99_99, max (ns), steady window
     latency_over_time: pd.DataFrame  # scenario, op, metric, t_s, count, p50 .. max (ns)
@@ -70,14 +71,14 @@ def _steady_window(ops) -> tuple[SteadyWindow | None, dict[str, Any]]:
     """The run's steady window from its users' spans, and its description with the operations it leaves out."""
     from pyspark.sql import functions as F
 
-    spans = ops.groupBy("process", "user").agg(F.min("intended_ns").alias("first"), F.max("intended_ns").alias("last"))
+    spans = ops.groupBy("process", "user").agg(F.min("start_ns").alias("first"), F.max("start_ns").alias("last"))
     window = steady_window((row["first"], row["last"]) for row in spans.collect())
     if window is None:
         return None, {}
-    intended = F.col("intended_ns")
+    sent = F.col("start_ns")
     row = ops.agg(
-        F.count(F.when(intended < window.start_ns, 1)).alias("before"),
-        F.count(F.when(intended >= window.end_ns, 1)).alias("after"),
+        F.count(F.when(sent < window.start_ns, 1)).alias("before"),
+        F.count(F.when(sent >= window.end_ns, 1)).alias("after"),
         F.count(F.lit(1)).alias("all"),
     ).first()
     return window, window.describe(row["before"], row["all"] - row["before"] - row["after"], row["after"])
@@ -155,8 +156,8 @@ class PartialHistograms:
         columns = {name: batch.column(name).to_numpy(zero_copy_only=False) for name in _LATENCY_INPUT[2:]}
         group = self._group_codes(batch)
         slot = np.clip((columns["end_ns"] - self.origin_ns) // self.slot_ns, 0, _SLOT_LIMIT)
-        intended = columns["intended_ns"]
-        in_window = np.ones(len(intended), dtype=bool) if self.window is None else self.window.contains(intended)
+        sent = columns["start_ns"]
+        in_window = np.ones(len(sent), dtype=bool) if self.window is None else self.window.contains(sent)
         per_metric = _metric_values(columns)
         for metric, name in enumerate(METRIC_NAMES):
             mask, values = per_metric[name]
@@ -337,7 +338,7 @@ def aggregate_load(spark, result_set: ResultSet) -> LoadTables:
     )
     totals = throughput.groupby(list(GROUP), as_index=False)[["ops", "ok", "errors"]].sum()
     steady_ok = _to_pandas(
-        ops.where(F.col("ok") & window.contains(F.col("intended_ns")))
+        ops.where(F.col("ok") & window.contains(F.col("start_ns")))
         .groupBy(*GROUP)
         .agg(F.count(F.lit(1)).alias("steady_ok"))
     )

@@ -34,7 +34,7 @@ def test_the_description_counts_what_the_window_leaves_out():
     described = steady_window([(T0, T0 + 10 * NS)]).describe(2000, 18_000, 3)
     assert (described["warmup_ops"], described["steady_ops"], described["winddown_ops"]) == (2000, 18_000, 3)
     assert "the 9.0 s from 1.0 s after the user started until it stopped" in described["definition"]
-    assert "The 2,000 operations before it (warm-up) and the 3 after it (wind-down)" in described["definition"]
+    assert "The 2,000 operations sent before it (warm-up) and the 3 after it (wind-down)" in described["definition"]
 
 
 def test_no_operations_no_window():
