@@ -97,11 +97,9 @@ class Driver:
 
 @pytest_asyncio.fixture
 async def driver(driver_binary):
+    # stderr (the driver's log) goes to the test's own, so pytest shows it with a failure
     proc = await asyncio.create_subprocess_exec(
-        str(driver_binary),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+        str(driver_binary), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
     )
     d = Driver(proc)
     yield d
