@@ -11,7 +11,9 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from jetcheck.config import OPTIONS, Config, add_option_arguments, cli_flag, resolve
+from jetcheck.config import DRIVEN_CLIENTS, OPTIONS, Config, add_option_arguments, cli_flag, resolve
+from jetcheck.conformance.clients import adapter_for
+from jetcheck.conformance.clients.driven import prepare as prepare_driver
 from jetcheck.fixtures.binaries import system_binary, wheel_binary
 from jetcheck.fixtures.cleanup import claim_prefix
 from jetcheck.fixtures.errors import TargetError
@@ -48,9 +50,13 @@ def resolve_from_args(args: argparse.Namespace) -> Config:
 
 
 def preflight(cfg: Config) -> None:
-    """Fail with one clear line before pytest starts: unknown version, missing binary, unreachable target, a target
-    that does not speak the TLS asked for."""
+    """Fail with one clear line before pytest starts: unknown version, missing binary, a client driver that cannot
+    be built, unreachable target, a target that does not speak the TLS asked for."""
     refuse_tls_without_url(cfg.server, cfg.credentials())
+    adapter_for(cfg.client)  # an unknown variant or version is refused before anything is built or started
+    client, _, version = cfg.client.partition("+")[0].partition("@")
+    if client in DRIVEN_CLIENTS:  # built now (once per version), so a missing node or go is this one line
+        prepare_driver(client, version)
     if cfg.server in ("local", "cluster"):
         wheel_binary(cfg.server_version, Path(cfg.server_cache) if cfg.server_cache else None)
     elif cfg.server == "system":

@@ -39,6 +39,8 @@ from jetcheck.redact import redact_text
 from .catalog import CatalogError, Rule, load_catalog
 from .certify import NOT_RUN_PREFIX, TARGET_STOPPED_EXIT
 from .clients import adapter_for
+from .clients.driven import shutdown_drivers
+from .clients.driver import DriverAdapter
 from .progress import Progress
 
 CHECKS_PACKAGE = "jetcheck.conformance.checks"
@@ -68,12 +70,23 @@ def na(reason: str) -> None:
 
 
 def _client_info(config: Config) -> dict[str, str]:
-    """The client under test as results record it (a proof variant keeps its `+variant` in the name)."""
+    """The client under test as results record it (a proof variant keeps its `+variant` in the name); a driven
+    client's exact version is the one its driver reports."""
     try:
         adapter = adapter_for(config.client)
     except ConfigError:
         return {"name": config.client, "version": ""}
-    return {"name": config.client, "version": adapter.version}
+    return {"name": adapter.name, "version": adapter.version}
+
+
+NOT_PORTED = NOT_RUN_PREFIX + "this check drives nats-py directly; not yet ported to the client adapter"
+
+
+def _not_ported(rule: Rule, item: pytest.Item, state: RunState) -> bool:
+    """A client rule whose check talks to nats-py itself cannot judge another client: its result would carry a
+    client that never ran it."""
+    chosen = state.config.client.partition("+")[0].partition("@")[0]
+    return rule.subject == "client" and chosen != "nats-py" and "client" not in getattr(item, "fixturenames", ())
 
 
 # --- run state ---------------------------------------------------------------------------------------------------
@@ -310,6 +323,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if reason:
         item.stash[NA_REASON] = reason
         na(reason)
+    if _not_ported(rule, item, state):
+        pytest.skip(NOT_PORTED)
     state.cleanup()
 
 
@@ -598,6 +613,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash.get(STATE, None)
     if state is None:
         return
+    shutdown_drivers()
     state.stop()
     if state.collected is None and not state.results:
         return
@@ -726,8 +742,16 @@ async def js(nc):
 
 @pytest.fixture
 def client(jetcheck_config: Config):
-    """The client under test (`--jetcheck-client`), as a conformance.clients adapter."""
-    return adapter_for(jetcheck_config.client)
+    """The client under test (`--jetcheck-client`), as a conformance.clients adapter. A driven client's driver is
+    built and started by the first check that asks (then shared by the run); a missing tool or a failed build ends
+    the run with its one line and exit 2; a driver that died fails this check's setup with why."""
+    adapter = adapter_for(jetcheck_config.client)
+    if isinstance(adapter, DriverAdapter):
+        try:
+            adapter.process()
+        except ConfigError as exc:
+            pytest.exit(f"jetcheck: {exc}", returncode=2)
+    return adapter
 
 
 @pytest_asyncio.fixture

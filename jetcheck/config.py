@@ -131,13 +131,19 @@ def _choice(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
-CLIENTS = ("nats-py",)
+CLIENTS = ("nats-py", "nats.js", "nats.go")
+DRIVEN_CLIENTS = ("nats.js", "nats.go")  # run through a driver process; `@version` picks a release
 
 
 def _client(value: str) -> str:
     # `client+variant` wraps a client in a deliberate deviation for the suite's own proofs (conformance.clients).
-    if value.partition("+")[0] not in CLIENTS or not re.fullmatch(r"[a-z0-9.-]+(\+[a-z0-9-]+)?", value):
-        raise ConfigError(f"expected one of {', '.join(CLIENTS)} (optionally +variant), not {value!r}")
+    base = re.split(r"[@+]", value, maxsplit=1)[0]
+    version = r"(@v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?)?" if base in DRIVEN_CLIENTS else ""
+    if base not in CLIENTS or not re.fullmatch(rf"[a-z0-9.-]+{version}(\+[a-z0-9-]+)*", value):
+        raise ConfigError(
+            f"expected one of {', '.join(CLIENTS)} (nats.js and nats.go optionally @version; optionally "
+            f"+variant...), not {value!r}"
+        )
     return value
 
 

@@ -14,16 +14,38 @@ from collections import Counter
 import pytest
 
 from jetcheck.conformance.clients import StartPolicy
-from jetcheck.conformance.clients.base import connected
+from jetcheck.conformance.clients.base import Unsupported, connected
 from jetcheck.conformance.jsapi import NS, ApiError, api, eventually
 from jetcheck.fixtures.faults import delete_consumer, restart_server
 
 pytestmark = pytest.mark.asyncio
 
-HEARTBEAT_S = 0.2  # the ordered consumer's idle heartbeat: a client acts after about 2 missed intervals
+WANTED_HEARTBEAT_S = 0.2  # short, so faults are noticed fast; raised to the client's documented minimum
 INACTIVE_S = 1.0  # the application's inactive threshold, so a released consumer is gone soon
-WAIT_S = 4.0  # how long the client may take to deliver what is expected
 CONSUMER_NOT_FOUND = 10014
+
+
+def heartbeat(client) -> float:
+    """The idle heartbeat these checks give the ordered consumer: a client acts after about 2 missed intervals."""
+    return client.documented.idle_heartbeat(WANTED_HEARTBEAT_S)
+
+
+def wait_s(client) -> float:
+    """How long the client may take to deliver what is expected: noticing a fault takes a few heartbeats."""
+    return 4.0 + 4 * heartbeat(client)
+
+
+async def ordered(client, s, observe, stream: str, subject: str, **options):
+    """The client's ordered consumer (ADR-17 requires one: a client without it fails), its heartbeat recorded."""
+    try:
+        sub = await s.ordered(stream, subject, **options)
+    except Unsupported as exc:
+        pytest.fail(f"ordered consumers are not implemented by {client.name} {client.version} ({exc}); ADR-17")
+    asked = options.get("idle_heartbeat")
+    if asked is not None:  # the default consumer's heartbeat is recorded by the check that makes one
+        observe("idle_heartbeat_s", asked)
+        observe("effective_idle_heartbeat_s", getattr(sub, "effective_idle_heartbeat_s", asked))
+    return sub
 
 
 async def publish(js, subjects: list[str]) -> list[int]:
@@ -86,9 +108,11 @@ def recovery(deliveries, first_new_seq: int, since: float) -> float | None:
     return round(found[0] - since, 3) if found else None
 
 
-async def consume_initial(sub, count: int) -> list:
-    got = await sub.inbox.until(count, WAIT_S)
-    assert len(got) >= count, f"the ordered consumer delivered {len(got)} of the first {count} messages in {WAIT_S}s"
+async def consume_initial(client, sub, count: int) -> list:
+    got = await sub.inbox.until(count, wait_s(client))
+    assert len(got) >= count, (
+        f"the ordered consumer of {client.name} delivered {len(got)} of the first {count} messages in {wait_s(client)}s"
+    )
     return got
 
 
@@ -99,78 +123,89 @@ async def test_a_dropped_delivery_is_redelivered_in_order(client, target, proxie
     subject = stream.subject("x")
     expected = await publish(js, [subject] * 3)
     async with connected(client, proxied.url, target.credentials) as s:
-        sub = await s.ordered(stream.name, stream.subject(">"), idle_heartbeat=HEARTBEAT_S)
-        await consume_initial(sub, 3)
+        sub = await ordered(client, s, observe, stream.name, stream.subject(">"), idle_heartbeat=heartbeat(client))
+        await consume_initial(client, sub, 3)
         proxied.drop_delivery(2)  # the 2nd delivery from now on never reaches the client
         fault_at = now()
         expected += await publish(js, [subject] * 5)
-        got = await sub.inbox.until(len(expected), WAIT_S)
+        got = await sub.inbox.until(len(expected), wait_s(client))
         assert proxied.counters.deliveries_dropped, "the proxy dropped no delivery: the fault did not happen"
         dropped = proxied.counters.deliveries_dropped[0].stream_seq
         observe("dropped_stream_seq", dropped)
         observe_recovery(observe, got, dropped, fault_at)
         problem = ordered_once(got, expected, f"after stream sequence {dropped} was dropped in transit")
-        assert not problem, problem + reported(s)
+        assert not problem, f"{client.name} {client.version}: {problem}{reported(s)}"
 
 
-async def reset_by_gap(proxied, js, stream, s, **options):
+async def reset_by_gap(client, proxied, js, stream, s, observe, **options):
     """An ordered consumer that delivered 3 messages, then lost the 2nd of 3 more: (subscription, deliveries)."""
     subject = stream.subject("x")
     await publish(js, [subject] * 3)
-    sub = await s.ordered(stream.name, stream.subject(">"), **options)
-    await consume_initial(sub, 3)
+    sub = await ordered(client, s, observe, stream.name, stream.subject(">"), **options)
+    await consume_initial(client, sub, 3)
     proxied.drop_delivery(2)
     await publish(js, [subject] * 3)
-    got = await sub.inbox.until(6, WAIT_S)
+    got = await sub.inbox.until(6, wait_s(client))
     problem = ordered_once(got, [1, 2, 3, 4, 5, 6], "after a delivery was dropped in transit")
-    assert not problem, problem + reported(s)
+    assert not problem, f"{client.name} {client.version}: {problem}{reported(s)}"
     return sub, got
 
 
-def config_deviations(config: dict, heartbeat_s: float, start_seq: int | None) -> list[str]:
-    """How a consumer's settled config departs from ADR-17's ordered consumer."""
-    wanted = {
-        "durable_name": None,
-        "ack_policy": "none",
-        "max_deliver": 1,
-        "flow_control": True,
-        "idle_heartbeat": round(heartbeat_s * NS),
-        "mem_storage": True,
-        "num_replicas": 1,
-    }
-    if start_seq is not None:
-        wanted |= {"deliver_policy": "by_start_sequence", "opt_start_seq": start_seq}
+def documented_config(client, heartbeat_s: float) -> dict:
+    """The consumer config the client documents for its ordered consumer (a push one also carries the heartbeat)."""
+    docs = client.documented
+    wanted = dict(docs.ordered_config)
+    if docs.ordered_kind == "push":
+        wanted["idle_heartbeat"] = round(heartbeat_s * NS)
+    return wanted
+
+
+def config_deviations(config: dict, wanted: dict) -> list[str]:
+    """How a consumer's settled config departs from `wanted`, in the server's JSON names."""
     found = {key: config.get(key) for key in wanted}
     # The server omits num_replicas 0 (inherit) and shows R1 streams' consumers as 0 or 1; both are one replica here.
-    if found["num_replicas"] in (None, 0) and wanted["num_replicas"] == 1:
+    if found.get("num_replicas") in (None, 0) and wanted.get("num_replicas") == 1:
         found["num_replicas"] = 1
-    return [f"{key} {found[key]!r} (wanted {value!r})" for key, value in wanted.items() if found[key] != value]
+    return [f"{key} {found[key]!r} (documented {value!r})" for key, value in wanted.items() if found[key] != value]
+
+
+def documents(client, wanted: dict) -> str:
+    settings = ", ".join(f"{key} {value!r}" for key, value in wanted.items())
+    kind = client.documented.ordered_kind
+    return f"{client.name} {client.version} documents its {kind} ordered consumer as {settings}"
 
 
 @pytest.mark.rule("ordered.recreated-config")
 async def test_the_recreated_consumer_has_the_ordered_settings(client, target, proxied, js, nc, make_stream, observe):
-    """The consumer recreated after a gap is an R1, memory, ack-none, max_deliver 1 consumer at last + 1."""
+    """The consumer recreated after a gap has the client's documented ordered settings, at last + 1."""
+    hb = heartbeat(client)
+    docs = client.documented
+    assert docs.ordered_config, f"{client.name} {client.version} documents no configuration for its ordered consumer"
+    observe("documented", {"kind": docs.ordered_kind, "config": dict(docs.ordered_config)})
     stream = await make_stream()
     async with connected(client, proxied.url, target.credentials) as s:
-        _, got = await reset_by_gap(proxied, js, stream, s, idle_heartbeat=HEARTBEAT_S)
+        _, got = await reset_by_gap(client, proxied, js, stream, s, observe, idle_heartbeat=hb)
         (switch,) = resets(got)[:1] or [None]
-        assert switch is not None, f"the client delivered everything without recreating its consumer: {got}"
+        assert switch is not None, f"{client.name} delivered everything without recreating its consumer: {got}"
         consumer, last_before, _ = switch
         config = await consumer_config(nc, stream.name, consumer)
         assert config is not None, f"the recreated consumer {consumer} is gone while the client consumes from it"
-        observe("recreated", {k: config.get(k) for k in ("deliver_policy", "opt_start_seq", "ack_wait")})
-        wrong = config_deviations(config, HEARTBEAT_S, last_before + 1)
-        assert not wrong, f"the recreated consumer {consumer} departs from ADR-17: {'; '.join(wrong)}"
-        default_sub = await s.ordered(stream.name, stream.subject(">"))
-        first = await default_sub.inbox.next(WAIT_S)
+        observe("recreated", {k: config.get(k) for k in ("deliver_policy", "opt_start_seq", "ack_wait", "max_deliver")})
+        wanted = documented_config(client, hb)
+        start = {"deliver_policy": "by_start_sequence", "opt_start_seq": last_before + 1}  # ADR-17, any kind
+        wrong = config_deviations(config, wanted | start)
+        assert not wrong, f"{documents(client, wanted)}; the consumer it recreated ({consumer}) has {'; '.join(wrong)}"
+        default_sub = await ordered(client, s, observe, stream.name, stream.subject(">"))
+        first = await default_sub.inbox.next(wait_s(client))
         default = await consumer_config(nc, stream.name, first.consumer)
         assert default is not None
         observe("default_idle_heartbeat_s", (default.get("idle_heartbeat") or 0) / NS)
         # The client sets no inactive threshold of its own: what shows is the server's default for ephemerals.
         observe("default_inactive_threshold_s", (default.get("inactive_threshold") or 0) / NS)
-        wrong = config_deviations(default, client.documented.ordered_idle_heartbeat_s, None)
+        wanted = documented_config(client, docs.ordered_idle_heartbeat_s)
+        wrong = config_deviations(default, wanted)
         assert not wrong, (
-            f"an ordered consumer without settings departs from ADR-17 / {client.name}'s documented defaults: "
+            f"{documents(client, wanted)} when the application sets nothing; it created {first.consumer} with "
             + "; ".join(wrong)
         )
 
@@ -179,10 +214,12 @@ async def test_the_recreated_consumer_has_the_ordered_settings(client, target, p
 async def test_the_old_consumer_is_gone_after_its_inactive_threshold(
     client, target, proxied, js, nc, make_stream, observe
 ):
-    """After a reset the replaced consumer disappears within its inactive threshold (or at once if deleted)."""
+    """After a reset the replaced consumer disappears within the application's inactive threshold (or at once)."""
     stream = await make_stream()
     async with connected(client, proxied.url, target.credentials) as s:
-        _, got = await reset_by_gap(proxied, js, stream, s, idle_heartbeat=HEARTBEAT_S, inactive_threshold=INACTIVE_S)
+        _, got = await reset_by_gap(
+            client, proxied, js, stream, s, observe, idle_heartbeat=heartbeat(client), inactive_threshold=INACTIVE_S
+        )
         old = got[0].consumer
         reset_at = next(d.at for d in got if d.consumer != old)
         config = await consumer_config(nc, stream.name, old)
@@ -192,12 +229,14 @@ async def test_the_old_consumer_is_gone_after_its_inactive_threshold(
         async def gone() -> bool:
             return await consumer_config(nc, stream.name, old) is None
 
-        released = await eventually(gone, (threshold or INACTIVE_S) + 1.5)
+        # Bounded by the threshold the application asked for: a client that set a longer one keeps it that long.
+        released = await eventually(gone, min(threshold or INACTIVE_S, INACTIVE_S) + 1.5)
         took = round(now() - reset_at, 3)
         observe("released_after_s", took if released else None)
         observe("released_by", "client" if config is None else ("server inactive threshold" if released else ""))
         assert released, (
-            f"the old consumer {old} still exists {took}s after the reset; its inactive threshold is {threshold}s "
+            f"{client.name} {client.version}: the old consumer {old} still exists {took}s after the reset; its "
+            f"inactive threshold is {threshold}s where the application asked for {INACTIVE_S}s "
             f"(ADR-17: the ordered consumer releases its consumer)"
         )
 
@@ -209,15 +248,15 @@ async def test_a_deleted_consumer_is_recreated_without_loss(client, target, prox
     subject = stream.subject("x")
     expected = await publish(js, [subject] * 3)
     async with connected(client, proxied.url, target.credentials) as s:
-        sub = await s.ordered(stream.name, stream.subject(">"), idle_heartbeat=HEARTBEAT_S)
-        first = await consume_initial(sub, 3)
+        sub = await ordered(client, s, observe, stream.name, stream.subject(">"), idle_heartbeat=heartbeat(client))
+        first = await consume_initial(client, sub, 3)
         fault_at = now()
         await delete_consumer(target, stream.name, first[-1].consumer)
         new = await publish(js, [subject] * 3)
-        got = await sub.inbox.until(len(expected) + len(new), WAIT_S)
+        got = await sub.inbox.until(len(expected) + len(new), wait_s(client))
         observe_recovery(observe, got, new[0], fault_at)
         problem = ordered_once(got, expected + new, f"after consumer {first[-1].consumer} was deleted")
-        assert not problem, problem + reported(s)
+        assert not problem, f"{client.name} {client.version}: {problem}{reported(s)}"
 
 
 @pytest.mark.rule("ordered.server-restart-recovered")
@@ -231,8 +270,8 @@ async def test_a_server_restart_loses_and_repeats_nothing(
     subject = stream.subject("x")
     expected = await publish(js, [subject] * 3)
     async with connected(client, proxied.url, target.credentials) as s:
-        sub = await s.ordered(stream.name, stream.subject(">"), idle_heartbeat=HEARTBEAT_S)
-        await consume_initial(sub, 3)
+        sub = await ordered(client, s, observe, stream.name, stream.subject(">"), idle_heartbeat=heartbeat(client))
+        await consume_initial(client, sub, 3)
         fault_at = now()
         observe("restart_s", round(await restart_server(target, graceful=graceful), 3))
         direct = await target.connect()  # the check's own connection did not survive the restart
@@ -240,11 +279,11 @@ async def test_a_server_restart_loses_and_repeats_nothing(
             new = await publish(direct.jetstream(), [subject] * 3)
         finally:
             await direct.close()
-        got = await sub.inbox.until(len(expected) + len(new), WAIT_S)
+        got = await sub.inbox.until(len(expected) + len(new), wait_s(client))
         observe_recovery(observe, got, new[0], fault_at)
         how = "graceful restart" if graceful else "kill -9"
         problem = ordered_once(got, expected + new, f"across a {how} of the server")
-        assert not problem, problem + reported(s)
+        assert not problem, f"{client.name} {client.version}: {problem}{reported(s)}"
 
 
 @pytest.mark.rule("ordered.heartbeat-stall-recovered")
@@ -252,21 +291,22 @@ async def test_a_stall_longer_than_two_heartbeats_loses_and_repeats_nothing(
     client, target, proxied, js, nc, make_stream, observe
 ):
     """Server traffic held for 5 heartbeat intervals: afterwards every message arrives once, in order."""
+    hb = heartbeat(client)
     stream = await make_stream()
     subject = stream.subject("x")
     expected = await publish(js, [subject] * 3)
     async with connected(client, proxied.url, target.credentials) as s:
-        sub = await s.ordered(stream.name, stream.subject(">"), idle_heartbeat=HEARTBEAT_S)
-        await consume_initial(sub, 3)
+        sub = await ordered(client, s, observe, stream.name, stream.subject(">"), idle_heartbeat=hb)
+        await consume_initial(client, sub, 3)
         fault_at = now()
-        proxied.stall(5 * HEARTBEAT_S)
+        proxied.stall(5 * hb)
         new = await publish(js, [subject] * 3)
-        await proxied.wait_for(lambda: not proxied.stalled, WAIT_S)
-        got = await sub.inbox.until(len(expected) + len(new), WAIT_S)
-        observe("stall_s", 5 * HEARTBEAT_S)
+        await proxied.wait_for(lambda: not proxied.stalled, wait_s(client))
+        got = await sub.inbox.until(len(expected) + len(new), wait_s(client))
+        observe("stall_s", 5 * hb)
         observe_recovery(observe, got, new[0], fault_at)
-        problem = ordered_once(got, expected + new, f"after server traffic stalled for {5 * HEARTBEAT_S}s")
-        assert not problem, problem + reported(s)
+        problem = ordered_once(got, expected + new, f"after server traffic stalled for {5 * hb}s")
+        assert not problem, f"{client.name} {client.version}: {problem}{reported(s)}"
 
 
 @pytest.mark.rule("ordered.filter-subject")
@@ -279,24 +319,24 @@ async def test_a_filtered_ordered_consumer_delivers_only_its_subject_across_a_re
     seqs = await publish(js, [a, b, a, b, a])
     expected = [seq for seq, subj in zip(seqs, [a, b, a, b, a], strict=True) if subj == a]
     async with connected(client, proxied.url, target.credentials) as s:
-        sub = await s.ordered(stream.name, a, idle_heartbeat=HEARTBEAT_S)
-        await consume_initial(sub, len(expected))
+        sub = await ordered(client, s, observe, stream.name, a, idle_heartbeat=heartbeat(client))
+        await consume_initial(client, sub, len(expected))
         proxied.drop_delivery(2)
         layout = [b, a, a, b, a]
         seqs = await publish(js, layout)
         expected += [seq for seq, subj in zip(seqs, layout, strict=True) if subj == a]
-        got = await sub.inbox.until(len(expected), WAIT_S)
+        got = await sub.inbox.until(len(expected), wait_s(client))
         problem = ordered_once(got, expected, f"with filter {a} across a reset")
-        assert not problem, problem + reported(s)
+        assert not problem, f"{client.name} {client.version}: {problem}{reported(s)}"
         assert {d.subject for d in got} == {a}
         switches = resets(got)
-        assert switches, "the client delivered everything without a reset: the fault did not reach it"
+        assert switches, f"{client.name} delivered everything without a reset: the fault did not reach it"
         config = await consumer_config(nc, stream.name, switches[-1][0])
         assert config is not None
         observe("measured_recreated_filter", config.get("filter_subject"))
         assert config.get("filter_subject") == a or config.get("filter_subjects") == [a], (
-            f"the recreated consumer filters {config.get('filter_subject') or config.get('filter_subjects')!r}, "
-            f"not {a!r}"
+            f"{client.name} {client.version}: the recreated consumer filters "
+            f"{config.get('filter_subject') or config.get('filter_subjects')!r}, not {a!r}"
         )
 
 
@@ -317,13 +357,15 @@ async def test_an_ordered_consumer_keeps_its_start_and_continues_after_a_reset(
         "last_per_subject": (StartPolicy("last_per_subject"), [5, 6]),
     }[policy]
     async with connected(client, proxied.url, target.credentials) as s:
-        sub = await s.ordered(stream.name, stream.subject(">"), idle_heartbeat=HEARTBEAT_S, start=start)
-        first = await consume_initial(sub, len(expected))
+        sub = await ordered(
+            client, s, observe, stream.name, stream.subject(">"), idle_heartbeat=heartbeat(client), start=start
+        )
+        first = await consume_initial(client, sub, len(expected))
         problem = ordered_once(first, expected, f"from start policy {policy}")
-        assert not problem, problem + reported(s)
+        assert not problem, f"{client.name} {client.version}: {problem}{reported(s)}"
         proxied.drop_delivery(2)
         expected += await publish(js, [a, b, a, b])
-        got = await sub.inbox.until(len(expected), WAIT_S)
+        got = await sub.inbox.until(len(expected), wait_s(client))
         observe("resets", [r[1:] for r in resets(got)])
         problem = ordered_once(got, expected, f"from start policy {policy}, across a reset")
-        assert not problem, problem + reported(s)
+        assert not problem, f"{client.name} {client.version}: {problem}{reported(s)}"

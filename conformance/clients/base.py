@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -21,6 +21,7 @@ from jetcheck.fixtures.target import Credentials
 MISSED_HEARTBEAT = "missed-heartbeat"  # the client said heartbeats stopped arriving (ADR-37: a warning)
 SEQUENCE_MISMATCH = "sequence-mismatch"  # the client said a heartbeat showed a consumer sequence gap
 TERMINAL = "terminal"  # the client ended the subscription or consumption
+RESET = "reset"  # the client recreated its ordered consumer (informational)
 ERROR = "error"  # anything else the client reported
 
 
@@ -59,6 +60,32 @@ class Documented:
     ordered_idle_heartbeat_s: float  # the ordered consumer's heartbeat when the application sets none
     missed_heartbeats: str  # how the client tells the application that heartbeats stopped ("" when it does not)
     heartbeat_behaviour: str = ""  # what the client does instead, in a sentence (for findings)
+    min_idle_heartbeat_s: float = 0.0  # the smallest idle heartbeat the client accepts (0: no documented bound)
+    below_min_heartbeat: str = ""  # what it does with a smaller one: "raised" (silently) or "refused"; "" if none
+    missed_heartbeats_after: int = 2  # missed intervals before the client reports (ADR-37: 2)
+    ordered_kind: str = "push"  # the consumer kind its ordered consumer creates: "push" or "pull"
+    # The config (server JSON names) the client documents for the consumer its ordered consumer (re)creates, besides
+    # start and filter; a push one also gets the idle heartbeat. A key left out is not checked.
+    ordered_config: Mapping[str, object] = field(default_factory=dict)
+    consumes: str = "push"  # how it consumes continuously: "push" (session.push) or "pull" (session.consume)
+
+    def idle_heartbeat(self, wanted: float) -> float:
+        """The idle heartbeat a check asks for: `wanted`, raised to the smallest the client documents it accepts."""
+        return max(wanted, self.min_idle_heartbeat_s)
+
+
+class ClientError(Exception):
+    """The client under test refused or failed an operation; `kind` as the driver protocol names it."""
+
+    def __init__(self, kind: str, message: str, code: int | None = None, err_code: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.code = code
+        self.err_code = err_code
+
+
+class Unsupported(ClientError):
+    """The client has no such feature (or its driver does not implement the operation)."""
 
 
 class EventLog:
@@ -68,8 +95,9 @@ class EventLog:
         self.events: list[ClientEvent] = []
         self._changed = asyncio.Event()
 
-    def add(self, kind: str, detail: str) -> None:
-        self.events.append(ClientEvent(kind, detail, asyncio.get_running_loop().time()))
+    def add(self, kind: str, detail: str, at: float | None = None) -> None:
+        """Record an event; `at` is when the client reported it (event-loop clock), now when not given."""
+        self.events.append(ClientEvent(kind, detail, asyncio.get_running_loop().time() if at is None else at))
         self._changed.set()
 
     def of(self, kind: str, since: float = 0.0) -> list[ClientEvent]:
@@ -155,6 +183,18 @@ class ClientSession(Protocol):
 
     async def push(self, stream: str, subject: str, *, idle_heartbeat: float) -> Subscription:
         """A plain push consumer with idle heartbeats (the client's continuous consumption)."""
+        ...
+
+    async def consume(
+        self,
+        stream: str,
+        consumer: str,
+        *,
+        idle_heartbeat: float | None,
+        expires: float | None = None,
+        max_messages: int | None = None,
+    ) -> Subscription:
+        """Continuous pull consumption of an existing pull consumer, acking each message; Unsupported if none."""
         ...
 
     async def fetch(

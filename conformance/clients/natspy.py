@@ -25,6 +25,7 @@ from .base import (
     FetchOutcome,
     Inbox,
     StartPolicy,
+    Unsupported,
 )
 
 # nats.js.client.JetStreamContext.subscribe: an ordered consumer gets idle_heartbeat 5 s unless one is given.
@@ -36,6 +37,17 @@ DOCUMENTED = Documented(
         "subscriptions with idle_heartbeat are never told; fetch(heartbeat=) waits for its whole timeout and "
         "raises FetchTimeoutError if a heartbeat arrived, else nats.errors.TimeoutError"
     ),
+    # JetStreamContext.subscribe(ordered_consumer=True): a push consumer with these settings, recreated with them.
+    ordered_kind="push",
+    ordered_config={
+        "durable_name": None,
+        "ack_policy": "none",
+        "max_deliver": 1,
+        "flow_control": True,
+        "mem_storage": True,
+        "num_replicas": 1,
+    },
+    consumes="push",  # nats-py has no continuous pull consumption (consume()/messages()) to certify
 )
 
 
@@ -106,6 +118,9 @@ class NatsPySession:
     async def push(self, stream: str, subject: str, *, idle_heartbeat: float) -> NatsPySubscription:
         config = api.ConsumerConfig(ack_policy=api.AckPolicy.NONE)
         return await self._subscribe(stream, subject, config=config, idle_heartbeat=idle_heartbeat)
+
+    async def consume(self, stream: str, consumer: str, **options) -> NatsPySubscription:
+        raise Unsupported("unsupported", f"nats-py {metadata.version('nats-py')} has no continuous pull consumption")
 
     async def _subscribe(self, stream: str, subject: str, **options) -> NatsPySubscription:
         holder = NatsPySubscription(None)

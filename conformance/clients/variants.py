@@ -1,12 +1,21 @@
-"""Client variants for the suite's own proofs: `--client nats-py+<variant>` (results name the variant).
+"""Client variants for the suite's own proofs: `--client <client>+<variant>[+<variant>...]` (results name them).
 
+Every variant wraps an adapter (composition): it never changes the client library or reaches into it.
+
+The driver protocol's misbehave modes (a driven client misreports inside its driver, drivers/PROTOCOL.md
+`misbehave`; an in-process adapter such as nats-py's is wrapped here, on the application's side of the adapter):
+- `swallow-missed-heartbeat`: missed-heartbeat reports never reach the application.
+- `chatty-missed-heartbeat`: a missed-heartbeat report every 100 ms while a consumption runs, data flowing or not.
+- `terminal-on-missed-heartbeat`: a missed heartbeat ends the session's consumption (`terminal`, nothing more).
+- `duplicate-delivery`: every delivery reaches the application twice.
+- `drop-deliveries-after-reset`: once a subscription's consumer is replaced, nothing more reaches the application.
+
+nats-py's own variants (they need its API):
 - `never-reset`: the ordered consumer is a plain push consumer with the ordered settings that never recreates it
   (a client without ADR-17 gap and heartbeat handling).
-- `adr37-heartbeats`: push consumption watched as ADR-37 asks: a missed-heartbeat warning once 2 intervals pass
-  without any message, the timer reset by every message, heartbeat or not (a reference, so a check can pass).
-- `chatty-heartbeats`: the same watch with the timer reset by heartbeats only, so it warns while data flows.
-- `give-up-heartbeats`: missed heartbeats are terminal: once 2 intervals pass without any message, push and
-  ordered consumption stop for good (where ADR-37 asks for a warning and ADR-17 for a reset).
+- `adr37-heartbeats`: consumption watched as ADR-37 asks: a missed-heartbeat warning once 2 intervals pass without
+  any message, the timer reset by every message, heartbeat or not (a reference, so the heartbeat checks can pass;
+  with `terminal-on-missed-heartbeat` it is a client that gives up on missed heartbeats).
 """
 
 from __future__ import annotations
@@ -14,16 +23,219 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Callable
 
 from nats.js import api
 
-from .base import MISSED_HEARTBEAT, TERMINAL, Documented, StartPolicy
-from .natspy import NatsPyAdapter, NatsPySession, NatsPySubscription, delivery
+from jetcheck.config import ConfigError
+
+from .base import MISSED_HEARTBEAT, RESET, TERMINAL, Delivery, EventLog, Inbox, StartPolicy
+from .natspy import NatsPySession, NatsPySubscription, delivery
 
 NS = 1_000_000_000
+CHATTY_EVERY_S = 0.1
+MODES = (
+    "swallow-missed-heartbeat",
+    "chatty-missed-heartbeat",
+    "terminal-on-missed-heartbeat",
+    "duplicate-delivery",
+    "drop-deliveries-after-reset",
+)
 
 
-class NeverResetSession(NatsPySession):
+class WrappedAdapter:
+    """An adapter whose sessions come wrapped by `wrap_session`; name, version and documentation stay the inner's."""
+
+    def __init__(self, inner, variant: str, wrap_session: Callable) -> None:
+        self.inner = inner
+        self.name = f"{inner.name}+{variant}"
+        self.version = inner.version
+        self.documented = inner.documented
+        self.wrap_session = wrap_session
+
+    async def connect(self, url, credentials, *, reconnect_wait: float = 0.1):
+        return self.wrap_session(await self.inner.connect(url, credentials, reconnect_wait=reconnect_wait))
+
+
+class WrappedSession:
+    """Delegates to the inner session; subclasses change what reaches the application."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    @property
+    def events(self) -> EventLog:
+        return self.inner.events
+
+    @events.setter
+    def events(self, log: EventLog) -> None:
+        self.inner.events = log  # down to the session that records the client's reports
+
+    def subscription(self, sub):
+        """The subscription as the application sees it (unchanged here)."""
+        return sub
+
+    async def ordered(self, stream: str, subject: str, **options):
+        return self.subscription(await self.inner.ordered(stream, subject, **options))
+
+    async def push(self, stream: str, subject: str, **options):
+        return self.subscription(await self.inner.push(stream, subject, **options))
+
+    async def consume(self, stream: str, consumer: str, **options):
+        return self.subscription(await self.inner.consume(stream, consumer, **options))
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+class RelayedInbox(Inbox):
+    """The inbox the inner subscription fills, relaying each delivery through `relay` to the application's."""
+
+    def __init__(self, relay: Callable[[Delivery], list[Delivery]]) -> None:
+        super().__init__()
+        self.relay = relay
+
+    def put(self, delivery: Delivery) -> None:
+        for each in self.relay(delivery):
+            super().put(each)
+
+
+class WrappedSubscription:
+    """Delegates to the inner subscription; its inbox is the inner's, so a wrapper further out can replace it."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.effective_idle_heartbeat_s = getattr(inner, "effective_idle_heartbeat_s", None)
+
+    @property
+    def inbox(self) -> Inbox:
+        return self.inner.inbox
+
+    @inbox.setter
+    def inbox(self, inbox: Inbox) -> None:
+        self.inner.inbox = inbox
+
+    async def stop(self) -> None:
+        await self.inner.stop()
+
+
+class RelayedSubscription(WrappedSubscription):
+    """The inner subscription with its deliveries passed through `relay` before the application sees them."""
+
+    def __init__(self, inner, relay: Callable[[Delivery], list[Delivery]]) -> None:
+        super().__init__(inner)
+        self.inbox = RelayedInbox(relay)  # the inner subscription delivers into the relaying inbox from now on
+
+
+# --- the protocol's misbehave modes, as wrappers -----------------------------------------------------------------
+
+
+class SwallowingLog(EventLog):
+    def add(self, kind: str, detail: str, at: float | None = None) -> None:
+        if kind != MISSED_HEARTBEAT:
+            super().add(kind, detail, at)
+
+
+class SwallowMissedHeartbeat(WrappedSession):
+    def __init__(self, inner) -> None:
+        super().__init__(inner)
+        inner.events = self.events = SwallowingLog()
+
+
+class ChattyMissedHeartbeat(WrappedSession):
+    def __init__(self, inner) -> None:
+        super().__init__(inner)
+        self.chatter: list[asyncio.Task] = []
+
+    def subscription(self, sub):
+        self.chatter.append(asyncio.create_task(self.chat()))
+        return sub
+
+    async def chat(self) -> None:
+        while True:
+            await asyncio.sleep(CHATTY_EVERY_S)  # the deviation itself is a report on a fixed period
+            self.events.add(MISSED_HEARTBEAT, f"chatty: reported every {CHATTY_EVERY_S}s whatever arrived")
+
+    async def close(self) -> None:
+        for task in self.chatter:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await super().close()
+
+
+class TerminatingLog(EventLog):
+    """Ends consumption at the first missed heartbeat: `on_missed` runs once, after the event is recorded."""
+
+    def __init__(self, on_missed: Callable[[], None]) -> None:
+        super().__init__()
+        self.on_missed = on_missed
+        self.ended = False
+
+    def add(self, kind: str, detail: str, at: float | None = None) -> None:
+        super().add(kind, detail, at)
+        if kind == MISSED_HEARTBEAT and not self.ended:
+            self.ended = True
+            super().add(TERMINAL, f"consumption ended after a missed heartbeat ({detail})")
+            self.on_missed()
+
+
+class TerminalOnMissedHeartbeat(WrappedSession):
+    def __init__(self, inner) -> None:
+        super().__init__(inner)
+        inner.events = self.events = TerminatingLog(self.end)
+        self.ended = False
+
+    def end(self) -> None:
+        self.ended = True
+
+    def subscription(self, sub):
+        return RelayedSubscription(sub, lambda d: [] if self.ended else [d])
+
+
+class DuplicateDelivery(WrappedSession):
+    def subscription(self, sub):
+        return RelayedSubscription(sub, lambda d: [d, d])
+
+
+class DropDeliveriesAfterReset(WrappedSession):
+    """Nothing more reaches the application once a delivery comes from another consumer or the client says reset."""
+
+    def subscription(self, sub):
+        consumers: list[str] = []
+        resets_before = len(self.events.of(RESET))
+
+        def relay(d: Delivery) -> list[Delivery]:
+            if not consumers:
+                consumers.append(d.consumer)
+            if d.consumer != consumers[0] or len(self.events.of(RESET)) > resets_before:
+                return []
+            return [d]
+
+        return RelayedSubscription(sub, relay)
+
+
+WRAPPERS = {
+    "swallow-missed-heartbeat": SwallowMissedHeartbeat,
+    "chatty-missed-heartbeat": ChattyMissedHeartbeat,
+    "terminal-on-missed-heartbeat": TerminalOnMissedHeartbeat,
+    "duplicate-delivery": DuplicateDelivery,
+    "drop-deliveries-after-reset": DropDeliveriesAfterReset,
+}
+
+
+def misbehaving(mode: str):
+    """The variant for protocol mode `mode` around an in-process adapter (a driven client's driver does it)."""
+    return lambda adapter: WrappedAdapter(adapter, mode, WRAPPERS[mode])
+
+
+# --- nats-py's own variants --------------------------------------------------------------------------------------
+
+
+class NeverReset(WrappedSession):
     async def ordered(
         self,
         stream: str,
@@ -44,19 +256,27 @@ class NeverResetSession(NatsPySession):
             num_replicas=1,
             inactive_threshold=inactive_threshold,
         )
-        return await self._subscribe(
-            stream, subject, config=config, flow_control=True, idle_heartbeat=idle_heartbeat or 5.0
+        holder = NatsPySubscription(None)
+        holder.sub = await self.inner.js.subscribe(
+            subject,
+            stream=stream,
+            cb=holder.on_msg,
+            config=config,
+            flow_control=True,
+            idle_heartbeat=idle_heartbeat or 5.0,
         )
+        self.inner.subscriptions.append(holder)
+        return holder
 
 
 class WatchedPush(NatsPySubscription):
-    """A push consumer read off a core subscription, so every status message is seen, with a heartbeat timer."""
+    """A push consumer read off a core subscription, so every status message is seen, with an ADR-37 timer."""
 
-    def __init__(self, session: NatsPySession, interval: float, reset_on_data: bool) -> None:
+    def __init__(self, session: NatsPySession, interval: float) -> None:
         super().__init__(None)
         self.session = session
         self.interval = interval
-        self.reset_on_data = reset_on_data
+        self.effective_idle_heartbeat_s = interval
         self.last_activity = 0.0
         self.watch: asyncio.Task | None = None
 
@@ -70,149 +290,87 @@ class WatchedPush(NatsPySubscription):
                                  "config": config}).encode(), timeout=5)  # fmt: skip
         assert "error" not in json.loads(reply.data), reply.data
         self.last_activity = asyncio.get_running_loop().time()
-        self.watch = asyncio.create_task(self.watch_heartbeats())
+        self.watch = asyncio.create_task(watch(self.session.events, self.interval, lambda: self.last_activity))
         return self
 
     async def on_raw(self, msg) -> None:
         status = (msg.headers or {}).get("Status")
         if status == "100" and msg.reply:  # flow control: answer it
             await self.session.nc.publish(msg.reply, b"")
-        if status == "100" or self.reset_on_data:
-            self.last_activity = asyncio.get_running_loop().time()
+        self.last_activity = asyncio.get_running_loop().time()
         if not status:
-            await self.on_msg(msg)
-
-    async def on_msg(self, msg) -> None:
-        self.inbox.put(delivery(msg))
-
-    async def watch_heartbeats(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            due = self.last_activity + 2 * self.interval
-            if loop.time() >= due:
-                what = "heartbeat or message" if self.reset_on_data else "heartbeat"
-                self.session.events.add(MISSED_HEARTBEAT, f"no {what} for {2 * self.interval}s")
-                self.last_activity = loop.time()
-                continue
-            await asyncio.sleep(due - loop.time())  # the timer itself: wakes exactly when the warning is due
+            self.inbox.put(delivery(msg))
 
     async def stop(self) -> None:
-        if self.watch is not None:
-            self.watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.watch
+        await cancel(self.watch)
         await super().stop()
 
 
-class WatchedSession(NatsPySession):
-    reset_on_data = True
+class WatchedOrdered(WrappedSubscription):
+    """nats-py's ordered subscription, with an ADR-37 timer on the connection's incoming messages (public stats):
+    in these checks the session's only active subscription, so every message counted, heartbeats included, is
+    one of its."""
 
-    async def push(self, stream: str, subject: str, *, idle_heartbeat: float) -> NatsPySubscription:
-        sub = await WatchedPush(self, idle_heartbeat, self.reset_on_data).start(stream, subject)
-        self.subscriptions.append(sub)
-        return sub
-
-
-class ChattySession(WatchedSession):
-    reset_on_data = False
-
-
-class GiveUpPush(WatchedPush):
-    """The ADR-37 watch, except that the first missed heartbeat ends consumption instead of warning.
-
-    The subscription itself stays (so the server keeps sending heartbeats, as to any client that stopped reading);
-    the application just gets nothing more.
-    """
-
-    gave_up = False
-
-    async def on_msg(self, msg) -> None:
-        if not self.gave_up:
-            await super().on_msg(msg)
-
-    async def watch_heartbeats(self) -> None:
+    def __init__(self, inner: NatsPySubscription, session: NatsPySession, interval: float) -> None:
+        super().__init__(inner)
+        self.effective_idle_heartbeat_s = interval
         loop = asyncio.get_running_loop()
-        while (due := self.last_activity + 2 * self.interval) > loop.time():
-            await asyncio.sleep(due - loop.time())
-        self.gave_up = True
-        give_up(self.session, 2 * self.interval)
+        seen = {"count": session.nc.stats["in_msgs"], "at": loop.time()}
+
+        def last_activity() -> float:
+            if session.nc.stats["in_msgs"] != seen["count"]:
+                seen.update(count=session.nc.stats["in_msgs"], at=loop.time())
+            return seen["at"]
+
+        self.watch = asyncio.create_task(watch(session.events, interval, last_activity, poll=interval / 4))
+
+    async def stop(self) -> None:
+        await cancel(self.watch)
+        await super().stop()
 
 
-def give_up(session: NatsPySession, quiet_s: float) -> None:
-    session.events.add(MISSED_HEARTBEAT, f"no heartbeat or message for {quiet_s}s")
-    session.events.add(TERMINAL, f"consumption stopped after {quiet_s}s without a heartbeat")
+async def watch(events: EventLog, interval: float, last_activity: Callable[[], float], poll: float = 0.0) -> None:
+    """Warn once 2 intervals pass without activity, then start over (ADR-37)."""
+    loop = asyncio.get_running_loop()
+    while True:
+        due = last_activity() + 2 * interval
+        if loop.time() >= due:
+            events.add(MISSED_HEARTBEAT, f"no heartbeat or message for {2 * interval}s")
+            await asyncio.sleep(2 * interval)  # the next warning is due 2 intervals later at the earliest
+            continue
+        await asyncio.sleep(min(due - loop.time(), poll) if poll else due - loop.time())
 
 
-class GiveUpSession(WatchedSession):
+async def cancel(task: asyncio.Task | None) -> None:
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+class Adr37Heartbeats(WrappedSession):
     async def push(self, stream: str, subject: str, *, idle_heartbeat: float) -> NatsPySubscription:
-        sub = await GiveUpPush(self, idle_heartbeat, reset_on_data=True).start(stream, subject)
-        self.subscriptions.append(sub)
+        sub = await WatchedPush(self.inner, idle_heartbeat).start(stream, subject)
+        self.inner.subscriptions.append(sub)
         return sub
 
-    async def ordered(self, stream: str, subject: str, **options) -> NatsPySubscription:
-        """nats-py's ordered consumer, its gap handling intact, with its heartbeat watch made terminal."""
-        holder = await super().ordered(stream, subject, **options)
-        # nats-py keeps the watch in the subscription's private JetStream state: `_active` is set by every
-        # message (heartbeats included) and `_hbtask` checks it every 2 intervals, resetting the consumer when unset.
-        jsi = holder.sub._sub._jsi
-        jsi._hbtask.cancel()
-        jsi._hbtask = asyncio.create_task(self.stop_when_idle(holder, jsi))
-        return holder
+    async def ordered(self, stream: str, subject: str, **options):
+        sub = await self.inner.ordered(stream, subject, **options)
+        return WatchedOrdered(sub, self.inner, options.get("idle_heartbeat") or self.documented_heartbeat)
 
-    async def stop_when_idle(self, holder: NatsPySubscription, jsi) -> None:
-        while True:
-            await asyncio.sleep(2 * jsi._hbi)
-            if not jsi._active:
-                give_up(self, 2 * jsi._hbi)
-                await holder.stop()
-                return
-            jsi._active = False
+    documented_heartbeat = 5.0  # nats-py's ordered consumer heartbeat when none is given
 
 
-class Variant:
-    """nats-py with another session class; the name carries the variant so no result passes for nats-py's."""
+def nats_py_only(variant: str, wrap_session: Callable):
+    def wrap(adapter):
+        if not adapter.name.startswith("nats-py"):
+            raise ConfigError(f"client variant {variant!r} exists for nats-py only, not {adapter.name}")
+        return WrappedAdapter(adapter, variant, wrap_session)
 
-    session_class: type[NatsPySession] = NatsPySession
-    variant = ""
-    documented_missed = ""
-
-    def __init__(self, adapter: NatsPyAdapter) -> None:
-        self.adapter = adapter
-        self.name = f"{adapter.name}+{self.variant}"
-        self.version = adapter.version
-        self.documented = Documented(
-            ordered_idle_heartbeat_s=adapter.documented.ordered_idle_heartbeat_s,
-            missed_heartbeats=self.documented_missed or adapter.documented.missed_heartbeats,
-            heartbeat_behaviour=adapter.documented.heartbeat_behaviour if not self.documented_missed else "",
-        )
-
-    async def connect(self, url, credentials, *, reconnect_wait: float = 0.1) -> NatsPySession:
-        session = await self.adapter.connect(url, credentials, reconnect_wait=reconnect_wait)
-        session.__class__ = self.session_class  # same state, the variant's behaviour
-        return session
+    return wrap
 
 
-class NeverReset(Variant):
-    session_class = NeverResetSession
-    variant = "never-reset"
-
-
-class Adr37Heartbeats(Variant):
-    session_class = WatchedSession
-    variant = "adr37-heartbeats"
-    documented_missed = "a missed-heartbeat event after 2 intervals without any message"
-
-
-class ChattyHeartbeats(Variant):
-    session_class = ChattySession
-    variant = "chatty-heartbeats"
-    documented_missed = "a missed-heartbeat event after 2 intervals without a heartbeat"
-
-
-class GiveUpHeartbeats(Variant):
-    session_class = GiveUpSession
-    variant = "give-up-heartbeats"
-    documented_missed = "consumption ends once 2 intervals pass without any message"
-
-
-VARIANTS = {v.variant: v for v in (NeverReset, Adr37Heartbeats, ChattyHeartbeats, GiveUpHeartbeats)}
+VARIANTS = {mode: misbehaving(mode) for mode in MODES} | {
+    "never-reset": nats_py_only("never-reset", NeverReset),
+    "adr37-heartbeats": nats_py_only("adr37-heartbeats", Adr37Heartbeats),
+}

@@ -27,7 +27,7 @@ def test_a_variant_keeps_its_name_so_no_result_passes_for_the_real_client(varian
     assert adapter_for(config.client).name == f"nats-py+{variant}"
 
 
-@pytest.mark.parametrize("value", ["go", "nats-py+", "nats-py+Bad_Name", "nats.go+never-reset"])
+@pytest.mark.parametrize("value", ["go", "nats-py+", "nats-py+Bad_Name", "nats.rs+never-reset"])
 def test_the_client_option_rejects_unknown_clients(value):
     """--client accepts only known clients, optionally with one +variant."""
     with pytest.raises(ConfigError, match="expected one of nats-py"):

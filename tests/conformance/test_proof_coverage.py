@@ -20,7 +20,7 @@ def _proof_rows() -> list:
 
 
 def _broken_rules() -> set[str]:
-    """Rule ids some proof row expects to fail: by rule (server breakers) or by check (client variants)."""
+    """Rule ids some proof row expects to fail: by rule (server breakers, client variants) or by check."""
     by_check = check_rule_ids()
     broken: set[str] = set()
     for row in _proof_rows():
@@ -35,3 +35,14 @@ def test_every_catalog_rule_is_broken_by_some_proof():
     """No rule is left without a proof that its checks fail when the rule is broken."""
     unproven = sorted(set(load_catalog()) - _broken_rules())
     assert not unproven, f"rules no proof row breaks: {unproven}"
+
+
+def test_every_adapter_rule_is_broken_for_every_client():
+    """Each client's proof rows break every client rule that goes through the client adapter (issue 11)."""
+    from .test_proofs_client import AREAS, PROOFS, REFERENCE
+
+    areas = {area for area in ("ordered", "heartbeat") if area in AREAS}
+    adapter_rules = {rule.id for rule in load_catalog().values() if rule.subject == "client" and rule.area in areas}
+    for client in REFERENCE:
+        broken = set().union(*(row.breaks for row in PROOFS if row.client == client))
+        assert adapter_rules <= broken, f"{client}: rules no proof row breaks: {sorted(adapter_rules - broken)}"

@@ -1,11 +1,18 @@
-"""The client-side checks can fail: certify the same scenarios with nats-py and with deliberate client variants.
+"""The client-side checks can fail, for every client: certify each client plainly and with deliberate variants.
 
-Each row runs the real `jetcheck certify --client <client>` against an embedded server (managed, so restarts run)
-and names the exact checks that fail; every other check of those areas passes or is na.
+A client's reference run (`nats-py+adr37-heartbeats`, `nats.js`, `nats.go`) is the baseline: what that client
+passes and fails on its own. Each variant row certifies the same client with one misbehaviour (a driver's
+`misbehave` mode, or a wrapper around the adapter) and must fail every check of the rules the table below says that
+misbehaviour breaks, while every other check keeps its baseline status (rules marked `may` depend on how the client
+recovers, so their status is free). Expectations come from the table, never from one client's known bugs.
+
+Each row runs the real `jetcheck certify --client <client>` against an embedded server (managed, so restarts run).
+Driver rows need node (nats.js) or Go (nats.go); without them the row is skipped with the reason.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -15,88 +22,131 @@ from pathlib import Path
 
 import pytest
 
+from jetcheck.config import ConfigError
+from jetcheck.conformance.clients.build import find_go, go_required, need_tool
 from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.records import RESULTS_FILE, CheckResult, read_results
 
 SERVER_VERSION = os.environ.get("JETCHECK_SERVER_VERSION", DEFAULT_VERSION)
-
-CERTIFY_TIMEOUT_S = 180
-# The certify runs spend their time waiting out short timeouts and heartbeat intervals (about 7 s of CPU in a
-# 20-40 s run), so a few at once overlap well on 2 cores without starving each other's timing.
-# Runs mostly wait on heartbeat timeouts; two at a time keeps timing-sensitive checks honest on 2 cores.
+CERTIFY_TIMEOUT_S = 300
+# The certify runs spend their time waiting out short timeouts and heartbeat intervals (a few seconds of CPU in a
+# 20-60 s run); two at a time keeps timing-sensitive checks honest on 2 cores.
 CONCURRENT_RUNS = 2
-REPORTS_MISSED = "test_heartbeat_client.py::test_the_client_reports_missed_heartbeats_after_two_intervals"
-QUIET = "test_heartbeat_client.py::test_the_client_reports_nothing_while_messages_flow"
-STALL_NOT_TERMINAL = "test_heartbeat_client.py::test_consumption_resumes_after_a_stall"
-STALL_RECOVERED = "test_ordered.py::test_a_stall_longer_than_two_heartbeats_loses_and_repeats_nothing"
-START_BY_TIME = "test_ordered.py::test_an_ordered_consumer_keeps_its_start_and_continues_after_a_reset[by_start_time]"
-RESET_CHECKS = {
-    "test_ordered.py::test_a_dropped_delivery_is_redelivered_in_order",
-    "test_ordered.py::test_the_recreated_consumer_has_the_ordered_settings",
-    "test_ordered.py::test_the_old_consumer_is_gone_after_its_inactive_threshold",
-    "test_ordered.py::test_a_deleted_consumer_is_recreated_without_loss",
-    "test_ordered.py::test_a_server_restart_loses_and_repeats_nothing[graceful]",
-    "test_ordered.py::test_a_server_restart_loses_and_repeats_nothing[kill-9]",
-    "test_ordered.py::test_a_filtered_ordered_consumer_delivers_only_its_subject_across_a_reset",
-    "test_ordered.py::test_an_ordered_consumer_keeps_its_start_and_continues_after_a_reset[by_start_sequence]",
-    START_BY_TIME,
-    "test_ordered.py::test_an_ordered_consumer_keeps_its_start_and_continues_after_a_reset[last_per_subject]",
+AREAS = "client and (ordered or heartbeat)"  # the client rules that go through the client adapter
+
+GAP = "ordered.gap-recovered"
+CONFIG = "ordered.recreated-config"
+RELEASED = "ordered.old-consumer-released"
+DELETED = "ordered.consumer-deleted-recovered"
+RESTART = "ordered.server-restart-recovered"
+STALL = "ordered.heartbeat-stall-recovered"
+FILTER = "ordered.filter-subject"
+START = "ordered.start-policy"
+REPORTS = "heartbeat.client-reports-missed"
+QUIET = "heartbeat.client-quiet-while-flowing"
+NOT_TERMINAL = "heartbeat.client-not-terminal"
+RESETS = {GAP, CONFIG, RELEASED, FILTER, START}  # checks that lose a delivery in transit to force a reset
+
+
+@dataclass(frozen=True)
+class Breaks:
+    """What a misbehaviour breaks: every check of `must` fails; checks of `may` fail or not, by client."""
+
+    must: frozenset[str]
+    may: frozenset[str] = frozenset()
+    why_may: str = ""
+
+
+# variant -> the rules it breaks, the same for every client that has the variant.
+BREAKS = {
+    "swallow-missed-heartbeat": Breaks(frozenset({REPORTS})),
+    # It reports within 100 ms of anything, so also long before 2 intervals pass.
+    "chatty-missed-heartbeat": Breaks(frozenset({QUIET, REPORTS})),
+    "terminal-on-missed-heartbeat": Breaks(
+        frozenset({NOT_TERMINAL}),
+        frozenset({STALL, DELETED, RESTART}),
+        "an ordered consumer ends too when its client reports missed heartbeats while it recovers",
+    ),
+    "duplicate-delivery": Breaks(frozenset(RESETS | {DELETED, RESTART, STALL, QUIET, NOT_TERMINAL})),
+    "drop-deliveries-after-reset": Breaks(
+        frozenset(RESETS),
+        frozenset({DELETED, RESTART, STALL}),
+        "these faults end in a reset only for a client that recreates its consumer on them",
+    ),
+    # nats-py's own: an ordered consumer that never recreates its consumer (a held stall still delivers).
+    "never-reset": Breaks(frozenset(RESETS | {DELETED, RESTART})),
+    "adr37-heartbeats": Breaks(frozenset()),  # a reference: it breaks nothing
 }
+# What a client is certified with as its baseline: nats-py reports no missed heartbeats at all, so its heartbeat
+# variants build on the ADR-37 watch (a heartbeat-reporting nats-py) to have something to swallow or misuse.
+REFERENCE = {"nats-py": "nats-py+adr37-heartbeats", "nats.js": "nats.js", "nats.go": "nats.go"}
+PROTOCOL_MODES = (
+    "swallow-missed-heartbeat",
+    "chatty-missed-heartbeat",
+    "terminal-on-missed-heartbeat",
+    "duplicate-delivery",
+    "drop-deliveries-after-reset",
+)
+VARIANTS = {"nats-py": (*PROTOCOL_MODES, "never-reset"), "nats.js": PROTOCOL_MODES, "nats.go": PROTOCOL_MODES}
 
 
 @dataclass(frozen=True)
 class ClientProof:
-    """Certifying `areas` (checks matching `keyword`) with `client` fails exactly the checks in `fails`."""
+    """Certifying `client`'s adapter rules with `variant` ("" for its reference run) breaks the table's rules."""
 
     client: str
-    areas: str
-    fails: frozenset[str]
-    keyword: str = ""
+    variant: str = ""
 
     @property
     def id(self) -> str:
-        return f"{self.client}:{self.areas}" + (f":{self.keyword}" if self.keyword else "")
+        return f"{self.client}:{self.variant or 'reference'}"
+
+    @property
+    def spelling(self) -> str:
+        """The --client value: the reference, plus the variant."""
+        return REFERENCE[self.client] + (f"+{self.variant}" if self.variant else "")
+
+    @property
+    def breaks(self) -> frozenset[str]:
+        """Rule ids every check of which this row must see fail (read by test_proof_coverage)."""
+        return BREAKS[self.variant].must if self.variant else frozenset()
+
+    @property
+    def may(self) -> frozenset[str]:
+        return BREAKS[self.variant].may if self.variant else frozenset()
+
+    @property
+    def areas(self) -> str:
+        """The checks this row certifies: a variant only the areas of the rules it touches, kept short."""
+        touched = sorted({rule.split(".")[0] for rule in self.breaks | self.may})
+        return f"client and ({' or '.join(touched)})" if self.variant else AREAS
 
 
-RESET_SLOW = {
-    "test_ordered.py::test_the_old_consumer_is_gone_after_its_inactive_threshold",
-    "test_ordered.py::test_a_deleted_consumer_is_recreated_without_loss",
-    "test_ordered.py::test_a_server_restart_loses_and_repeats_nothing[graceful]",
-    "test_ordered.py::test_a_server_restart_loses_and_repeats_nothing[kill-9]",
-}
-# Slowest rows first, so the concurrent runs finish close together. never-reset is split in two because each of
-# its failing checks waits out its whole delivery timeout.
-NEVER_RESET_SLOW = "restart or deleted or old_consumer or stall"
-NEVER_RESET_FAST = f"not ({NEVER_RESET_SLOW})"
-PROOFS = [
-    # Missed heartbeats taken as terminal: whatever only heartbeats can recover (a stall, a deleted consumer, a
-    # restart) ends consumption; resets after a gap still work. by_start_time is nats-py's own failure (below).
-    ClientProof("nats-py+give-up-heartbeats", "client and (ordered or heartbeat)", frozenset({
-        STALL_NOT_TERMINAL, STALL_RECOVERED, START_BY_TIME,
-        "test_ordered.py::test_a_deleted_consumer_is_recreated_without_loss",
-        "test_ordered.py::test_a_server_restart_loses_and_repeats_nothing[graceful]",
-        "test_ordered.py::test_a_server_restart_loses_and_repeats_nothing[kill-9]",
-    })),
-    # The real client: its ordered consumer recovers from every fault but loses a by_start_time start on reset
-    # (it keeps opt_start_time next to by_start_sequence, which the server refuses), and it stays silent when
-    # heartbeats stop.
-    ClientProof("nats-py", "ordered or heartbeat", frozenset({START_BY_TIME, REPORTS_MISSED})),
-    # The stall check passes: a plain push consumer gets the held messages once traffic resumes.
-    ClientProof("nats-py+never-reset", "ordered", frozenset(RESET_SLOW), keyword=NEVER_RESET_SLOW),
-    ClientProof("nats-py+never-reset", "ordered", frozenset(RESET_CHECKS - RESET_SLOW), keyword=NEVER_RESET_FAST),
-    ClientProof("nats-py+chatty-heartbeats", "heartbeat", frozenset({QUIET}), keyword="client"),
-    ClientProof("nats-py+adr37-heartbeats", "heartbeat", frozenset(), keyword="client"),
-]  # fmt: skip
+PROOFS = [ClientProof(client, variant) for client in REFERENCE for variant in ("", *VARIANTS[client])]
 
 
-def certify(client: str, out: Path, *pytest_args: str) -> tuple[int, list[CheckResult]]:
+@functools.cache
+def missing_toolchain(client: str) -> str:
+    """Why `client`'s driver cannot be built here (the build's own one line), or "" when it can."""
+    try:
+        if client == "nats.js":
+            need_tool("node", client)
+            need_tool("npm", client)
+        elif client == "nats.go":
+            find_go(go_required())
+    except ConfigError as exc:
+        return str(exc)
+    return ""
+
+
+def certify(client: str, out: Path, *pytest_args: str) -> tuple[int, list[CheckResult], str]:
     command = [sys.executable, "-m", "jetcheck.cli", "certify", "--server", "local", "--server-version",
                SERVER_VERSION, "--client", client, "--out", str(out), "--", *pytest_args]  # fmt: skip
     proc = subprocess.run(command, capture_output=True, text=True, timeout=CERTIFY_TIMEOUT_S)
     results_path = out / RESULTS_FILE
     if not results_path.exists():
         raise AssertionError(f"certify wrote no results (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return proc.returncode, list(read_results(results_path))
+    return proc.returncode, list(read_results(results_path)), proc.stderr[-2000:]
 
 
 def check_name(result: CheckResult) -> str:
@@ -105,26 +155,49 @@ def check_name(result: CheckResult) -> str:
 
 @pytest.fixture(scope="module")
 def certified(request, tmp_path_factory) -> dict[str, Future]:
-    """Every selected row's certify run, started together (at most CONCURRENT_RUNS at a time), by row id."""
+    """Every selected row's certify run and its client's reference run, by row id (CONCURRENT_RUNS at a time)."""
     cases = [item.callspec.params["case"] for item in request.session.items
              if item.module is request.module and hasattr(item, "callspec")]  # fmt: skip
+    wanted = dict.fromkeys(c for case in cases if not missing_toolchain(case.client)
+                           for c in (ClientProof(case.client), case))  # fmt: skip
+    # Variant rows first: each waits out the timeouts of the checks it breaks, the reference runs are quicker.
+    order = sorted(wanted, key=lambda case: not case.variant)
     with ThreadPoolExecutor(CONCURRENT_RUNS) as pool:
-        runs = {}
-        for case in dict.fromkeys(cases):
-            args = ["-m", case.areas] + (["-k", case.keyword] if case.keyword else [])
-            runs[case.id] = pool.submit(certify, case.client, tmp_path_factory.mktemp("certify"), *args)
-        yield runs
+        yield {case.id: pool.submit(certify, case.spelling, tmp_path_factory.mktemp("certify"), "-m", case.areas)
+               for case in order}  # fmt: skip
 
 
 @pytest.mark.parametrize("case", PROOFS, ids=lambda p: p.id)
-def test_a_client_deviation_fails_exactly_its_checks(certified, case):
-    """Certify with the client fails the listed checks and passes (or na) every other check of the areas."""
-    status, results = certified[case.id].result()
-    failed = {check_name(r) for r in results if r.status == "fail"}
+def test_a_client_variant_breaks_exactly_its_rules(certified, case):
+    """The variant fails every check of the rules it breaks; every other check of its areas keeps its reference
+    status."""
+    if reason := missing_toolchain(case.client):
+        pytest.skip(reason)
+    status, results, stderr = certified[case.id].result()
+    assert results, f"no checks ran: {stderr}"
+    assert {r.client["name"] for r in results} == {case.spelling}
     odd = {r.check: f"{r.status}: {r.message[:300]}" for r in results if r.status not in ("pass", "fail", "na")}
-    assert results, "no checks ran"
-    assert {r.client["name"] for r in results} == {case.client}
     assert not odd, f"checks that neither passed, failed nor were na: {odd}"
-    assert failed == case.fails, f"expected to fail: {sorted(case.fails)}; failed: {sorted(failed)}"
     must_failed = any(r.status == "fail" and r.level == "MUST" for r in results)
     assert status == (1 if must_failed else 0)
+    if not case.variant:
+        return  # the reference run is the baseline the variants are compared with
+    _, reference, _ = certified[ClientProof(case.client).id].result()
+    baseline = {check_name(r): r.status for r in reference}
+    unbroken = sorted(check_name(r) for r in results if r.id in case.breaks and r.status != "fail")
+    assert not unbroken, f"{case.spelling} should fail every check of {sorted(case.breaks)}; these did not: {unbroken}"
+    changed = {check_name(r): f"{baseline.get(check_name(r))} -> {r.status}: {r.message[:200]}" for r in results
+               if r.id not in case.breaks | case.may and r.status != baseline.get(check_name(r))}  # fmt: skip
+    assert not changed, f"{case.spelling} changed checks of rules it should not break: {changed}"
+
+
+def test_a_driver_row_without_its_toolchain_says_what_is_missing(monkeypatch):
+    """Without node on PATH the nats.js rows are skipped with the driver build's own one-line reason."""
+    monkeypatch.setenv("PATH", "")
+    missing_toolchain.cache_clear()
+    try:
+        assert missing_toolchain("nats.js") == "the nats.js driver needs node, which is not on PATH " \
+            "(install Node.js >= 20 with npm)"  # fmt: skip
+        assert missing_toolchain("nats-py") == ""
+    finally:
+        missing_toolchain.cache_clear()

@@ -1,0 +1,250 @@
+"""Driver builds: the repo's driver sources built once per client version into jetcheck's cache.
+
+`<cache>/drivers/<client>/<version>/` holds one finished build; a build happens in a sibling temporary directory
+and is renamed into place, so a concurrent run never sees (or corrupts) a half-built driver. A missing tool or a
+failed build is a ConfigError with one line saying what is missing: that client's run exits 2, nothing else does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from packaging.version import Version
+
+from jetcheck.config import ConfigError
+from jetcheck.fixtures.binaries import default_cache_dir
+
+SOURCES = Path(__file__).with_name("drivers")
+JS_PACKAGE = "@nats-io/jetstream"
+GO_MODULE = "github.com/nats-io/nats.go"
+BUILD_TIMEOUT_S = 600
+DONE = ".built"  # written last into a finished build
+GO_PLACES = ("/usr/local/go/bin/go", str(Path.home() / "go" / "bin" / "go"))  # Go's tarball, `go install`ed Gos
+
+
+def cache_root() -> Path:
+    """Beside the cached nats-server releases: `~/.cache/jetcheck/drivers` (XDG_CACHE_HOME honoured)."""
+    return default_cache_dir().parent / "drivers"
+
+
+# --- versions ----------------------------------------------------------------------------------------------------
+
+
+def js_pinned_version(source: Path = SOURCES / "js") -> str:
+    """The @nats-io/jetstream version the repo's package-lock.json pins ("" when there is none yet)."""
+    try:
+        lock = json.loads((source / "package-lock.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    return lock.get("packages", {}).get(f"node_modules/{JS_PACKAGE}", {}).get("version", "")
+
+
+def go_pinned_version(source: Path = SOURCES / "go") -> str:
+    """The nats.go version the repo's go.mod requires ("" when there is none yet)."""
+    try:
+        text = (source / "go.mod").read_text(encoding="utf-8")
+    except OSError:
+        return ""
+    match = re.search(rf"^\s*(?:require\s+)?{re.escape(GO_MODULE)}\s+(v\S+)", text, re.MULTILINE)
+    return match.group(1) if match else ""
+
+
+def go_required(source: Path = SOURCES / "go") -> tuple[int, ...]:
+    """The Go version go.mod's `go` line asks for, e.g. (1, 26, 0)."""
+    try:
+        match = re.search(r"^go\s+(\d+(?:\.\d+)*)", (source / "go.mod").read_text(encoding="utf-8"), re.MULTILINE)
+    except OSError:
+        match = None
+    return _numbers(match.group(1)) if match else (1, 21)
+
+
+def _numbers(version: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in re.findall(r"\d+", version))
+
+
+# --- tools -------------------------------------------------------------------------------------------------------
+
+
+def find_go(required: tuple[int, ...]) -> tuple[str, dict[str, str]]:
+    """A `go` able to build a module asking for `required`, and the environment to run it in.
+
+    PATH's go, then the official tarball's /usr/local/go/bin/go; a go >= 1.21 older than required may fetch the
+    required toolchain itself through the module proxy (GOTOOLCHAIN=auto)."""
+    env = dict(os.environ)
+    candidates = [shutil.which("go"), *GO_PLACES]
+    found: list[tuple[tuple[int, ...], str]] = []
+    for candidate in dict.fromkeys(c for c in candidates if c and os.access(c, os.X_OK)):
+        version = _go_version(candidate)
+        if version:
+            found.append((version, candidate))
+    need = ".".join(map(str, required))
+    if not found:
+        raise ConfigError(f"the nats.go driver needs Go >= {need}: no go on PATH or in /usr/local/go/bin")
+    best_version, best = max(found)
+    if best_version >= required:
+        env["GOTOOLCHAIN"] = "local"
+        return best, env
+    if best_version >= (1, 21):
+        env["GOTOOLCHAIN"] = "auto"  # Go fetches the toolchain go.mod asks for
+        return best, env
+    have = ".".join(map(str, best_version))
+    raise ConfigError(f"the nats.go driver needs Go >= {need}; the newest found is go{have} at {best}")
+
+
+def _go_version(go: str) -> tuple[int, ...]:
+    env = {**os.environ, "GOTOOLCHAIN": "local"}  # what this binary is, not what it would fetch
+    try:
+        out = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, timeout=30, env=env).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    return _numbers(out) if out.strip().startswith("go") else ()
+
+
+def need_tool(tool: str, client: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        raise ConfigError(f"the {client} driver needs {tool}, which is not on PATH (install Node.js >= 20 with npm)")
+    return path
+
+
+# --- builds ------------------------------------------------------------------------------------------------------
+
+
+def _run(command: list[str], cwd: Path, what: str, env: dict[str, str] | None = None) -> None:
+    try:
+        proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, env=env)
+    except subprocess.TimeoutExpired:
+        raise ConfigError(f"{what}: `{' '.join(command)}` took more than {BUILD_TIMEOUT_S} s") from None
+    if proc.returncode != 0:
+        lines = [line.strip() for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]
+        lines = [line for line in lines if not re.search(r"complete log of this run|^npm error code", line)]
+        telling = [line for line in lines if re.search(r"no matching|not found|unknown revision|invalid", line, re.I)]
+        errors = [line for line in lines if re.search(r"err", line, re.IGNORECASE)]
+        said = telling[0] if telling else (errors or lines or [f"exit status {proc.returncode}"])[-1]
+        raise ConfigError(f"{what}: `{' '.join(command[:3])}` failed: {said}")
+
+
+def _built(final: Path, source: Path, build: Callable[[Path], None]) -> Path:
+    """`final`, built from a copy of `source` by `build(staging)` unless a finished build is already there."""
+    if (final / DONE).is_file():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    try:
+        shutil.copytree(
+            source, staging, ignore=shutil.ignore_patterns("node_modules", "driver", ".gitignore"), dirs_exist_ok=True
+        )
+        build(staging)
+        (staging / DONE).write_text("")
+        try:
+            staging.rename(final)
+        except OSError:  # another run finished the same build first, or an unfinished one is in the way
+            if not (final / DONE).is_file():
+                shutil.rmtree(final, ignore_errors=True)
+                staging.rename(final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return final
+
+
+def js_driver(version: str = "", cache: Path | None = None, source: Path = SOURCES / "js") -> list[str]:
+    """The command running the nats.js driver for @nats-io/jetstream `version` (the lockfile's by default).
+
+    The lockfile's version installs with `npm ci` (exactly what the repo pins). For another version, @nats-io/jetstream
+    is that release and every other @nats-io/* dependency the newest of its releases not newer than it (they are
+    not always released together: @nats-io/obj has no 3.2.0), installed with `npm install`."""
+    node, npm = need_tool("node", "nats.js"), need_tool("npm", "nats.js")
+    pinned = js_pinned_version(source)
+    if not pinned:
+        raise ConfigError(f"the nats.js driver sources are missing: no {source / 'package-lock.json'}")
+    version = version or pinned
+
+    def build(staging: Path) -> None:
+        what = f"building the nats.js driver for {JS_PACKAGE} {version}"
+        quiet = ["--no-audit", "--no-fund", "--loglevel=error"]
+        if version == pinned:
+            _run([npm, "ci", *quiet], staging, what)
+            return
+        package = json.loads((staging / "package.json").read_text(encoding="utf-8"))
+        deps = package.get("dependencies", {})
+        for name in deps:
+            if name.startswith("@nats-io/"):
+                deps[name] = _js_release(npm, name, version, exact=name == JS_PACKAGE)
+        (staging / "package.json").write_text(json.dumps(package, indent=2) + "\n", encoding="utf-8")
+        (staging / "package-lock.json").unlink(missing_ok=True)
+        _run([npm, "install", *quiet], staging, what)
+
+    built = _built((cache or cache_root()) / "nats.js" / version, source, build)
+    return [node, str(built / _js_main(built))]
+
+
+def _js_release(npm: str, package: str, version: str, exact: bool) -> str:
+    """`version` of `package` on npm if it exists (required when `exact`), else its newest release below it."""
+    try:
+        proc = subprocess.run([npm, "view", package, "versions", "--json"], capture_output=True, text=True, timeout=120)
+        releases = json.loads(proc.stdout) if proc.returncode == 0 else []
+    except (subprocess.TimeoutExpired, ValueError):
+        releases = []
+    if not releases:
+        raise ConfigError(f"could not list the releases of {package} on npm (is the registry reachable?)")
+    releases = [releases] if isinstance(releases, str) else releases
+    if version in releases:
+        return version
+    wanted = Version(version)
+    final = [r for r in releases if "-" not in r]  # npm's 3.0.0-35 is a prerelease (packaging reads it as post)
+    if exact or not (older := [r for r in final if Version(r) <= wanted]):
+        newest = ", ".join(sorted(final, key=Version)[-8:])
+        raise ConfigError(f"{package} {version} is not on npm; its latest releases: {newest}")
+    return max(older, key=Version)
+
+
+def _js_main(built: Path) -> str:
+    try:
+        return json.loads((built / "package.json").read_text(encoding="utf-8")).get("main") or "driver.mjs"
+    except (OSError, ValueError):
+        return "driver.mjs"
+
+
+def go_driver(version: str = "", cache: Path | None = None, source: Path = SOURCES / "go") -> list[str]:
+    """The command running the nats.go driver built against nats.go `version` (go.mod's by default)."""
+    pinned = go_pinned_version(source)
+    if not pinned:
+        raise ConfigError(f"the nats.go driver sources are missing: no nats.go requirement in {source / 'go.mod'}")
+    version = version or pinned
+    if not version.startswith("v"):
+        version = "v" + version
+    go, env = find_go(go_required(source))
+    env.setdefault("GOFLAGS", "-mod=mod")
+
+    def build(staging: Path) -> None:
+        what = f"building the nats.go driver for nats.go {version}"
+        if version != pinned:
+            _run([go, "get", f"{GO_MODULE}@{version}"], staging, what, env)
+        _run([go, "build", "-o", "driver", "."], staging, what, env)
+
+    built = _built((cache or cache_root()) / "nats.go" / version, source, build)
+    return [str(built / "driver")]
+
+
+def prebuild() -> int:
+    """Build every driver now (bootstrap, CI): one line each, ready or what is missing; never fails."""
+    for client, build in (("nats.js", js_driver), ("nats.go", go_driver)):
+        try:
+            command = build()
+        except ConfigError as exc:
+            print(f"bootstrap: {exc} (only --client {client} needs it)", file=sys.stderr)
+            continue
+        print(f"bootstrap: {client} driver ready: {command[-1]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(prebuild())

@@ -1,0 +1,117 @@
+"""The clients jetcheck drives through a driver process (drivers/PROTOCOL.md): what each documents, how each runs.
+
+`--client nats.js` certifies @nats-io/jetstream at the version drivers/js/package-lock.json pins, `nats.js@3.1.0`
+another release; `nats.go` / `nats.go@v1.48.0` likewise for github.com/nats-io/nats.go/jetstream. `+<mode>` makes
+the driver misreport in that way (a deliberate deviation for the suite's own proofs; results carry the suffix).
+"""
+
+from __future__ import annotations
+
+import atexit
+import re
+import threading
+
+from jetcheck.config import ConfigError
+
+from .base import Documented
+from .build import go_driver, go_pinned_version, js_driver, js_pinned_version
+from .driver import DriverAdapter
+
+NS = 1_000_000_000
+
+# drivers/PROTOCOL.md, `misbehave`: every driver implements all of them
+MISBEHAVE_MODES = (
+    "swallow-missed-heartbeat",
+    "chatty-missed-heartbeat",
+    "terminal-on-missed-heartbeat",
+    "duplicate-delivery",
+    "drop-deliveries-after-reset",
+)
+
+JS_DOCUMENTED = Documented(
+    # ordered consumers consume() with its defaults: expires 30 s, idle_heartbeat half of it
+    ordered_idle_heartbeat_s=15.0,
+    missed_heartbeats="a ConsumerEvents.HeartbeatsMissed status (data: the count missed) from consume()'s status() "
+    "iterator once 2 heartbeats are missed",
+    heartbeat_behaviour="consumption goes on; the application may stop() and recreate it (the client's README)",
+    min_idle_heartbeat_s=0.5,
+    below_min_heartbeat="raised",  # consume() clamps idle_heartbeat to 500-30000 ms without a word
+    ordered_kind="pull",
+    # jetstream lib/jsmstream_api.js ordered() creates it so; consumer.js getConsumerOpts() recreates it from the
+    # first one's config with name, start, ack policy, inactive threshold (5 min) and replicas set again.
+    ordered_config={
+        "durable_name": None,
+        "ack_policy": "none",
+        "max_deliver": 1,
+        "mem_storage": True,
+        "num_replicas": 1,
+        "inactive_threshold": 300 * NS,
+    },
+    consumes="pull",  # consume() on a pull consumer; the client has no push consumption API
+)
+
+GO_DOCUMENTED = Documented(
+    # jetstream/pull.go: an ordered consumer's default heartbeat is 5 s (its default expiry is 30 s)
+    ordered_idle_heartbeat_s=5.0,
+    missed_heartbeats="jetstream.ErrNoHeartbeat, passed to the ConsumeErrHandler of Consume() or returned by "
+    "MessagesContext.Next(), once at least 2 heartbeats are missed",
+    heartbeat_behaviour="Consume() re-issues its pull request and goes on; Fetch() returns ErrNoHeartbeat",
+    min_idle_heartbeat_s=0.5,
+    below_min_heartbeat="refused",  # PullHeartbeat/FetchHeartbeat: an error below 500 ms
+    ordered_kind="pull",
+    # jetstream/ordered.go getConsumerConfig(): no MaxDeliver (not checked); InactiveThreshold 5 min unless given.
+    ordered_config={
+        "durable_name": None,
+        "ack_policy": "none",
+        "mem_storage": True,
+        "num_replicas": 1,
+        "inactive_threshold": 300 * NS,
+    },
+    consumes="pull",  # Consume()/Messages() on a pull consumer
+)
+
+DRIVEN = {
+    "nats.js": (JS_DOCUMENTED, js_driver, js_pinned_version),
+    "nats.go": (GO_DOCUMENTED, go_driver, go_pinned_version),
+}
+_VERSION = re.compile(r"v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?")
+
+_shared: dict[str, DriverAdapter] = {}
+_shared_lock = threading.Lock()
+
+
+def driven_adapter(client: str, version: str, modes: list[str]) -> DriverAdapter:
+    """The run's one adapter (and so one driver process) for `client@version+mode+...`."""
+    if version and not _VERSION.fullmatch(version):
+        raise ConfigError(f"{client} version {version!r} is not of the form X.Y.Z")
+    for mode in modes:
+        if mode not in MISBEHAVE_MODES:
+            raise ConfigError(f"unknown {client} driver mode {mode!r}; known: {', '.join(MISBEHAVE_MODES)}")
+    documented, launch, pinned = DRIVEN[client]
+    key = "+".join([f"{client}@{version}", *modes])
+    with _shared_lock:
+        if key not in _shared:
+            adapter = DriverAdapter(
+                client, documented, lambda: (launch(version), None), expected_version=version or pinned()
+            )
+            if modes:
+                adapter.misbehave(modes)
+            _shared[key] = adapter
+        return _shared[key]
+
+
+def prepare(client: str, version: str) -> None:
+    """Build the driver for `client@version` now (certify's preflight): ConfigError says what is missing."""
+    DRIVEN[client][1](version)
+
+
+def shutdown_drivers() -> None:
+    """Shut every driver this process started down (the run's end; also at exit)."""
+    with _shared_lock:
+        adapters = list(_shared.values())
+        _shared.clear()
+    for adapter in adapters:
+        adapter.shutdown()
+
+
+atexit.register(shutdown_drivers)

@@ -1,0 +1,533 @@
+"""The client adapter over a driver process: any client library wrapped in a program speaking drivers/PROTOCOL.md.
+
+One driver process serves a whole certify run. pytest-asyncio gives every check its own event loop, so the process
+belongs to no loop: a reader thread takes its stdout line by line and hands each answer, delivery and event to the
+loop that asked for it (`call_soon_threadsafe`); requests are written from the asking loop's thread under a lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import collections
+import concurrent.futures
+import contextlib
+import itertools
+import json
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from jetcheck.fixtures.target import Credentials
+
+from .base import (
+    ERROR,
+    MISSED_HEARTBEAT,
+    RESET,
+    SEQUENCE_MISMATCH,
+    TERMINAL,
+    ClientError,
+    ClientEvent,
+    Delivery,
+    Documented,
+    EventLog,
+    FetchOutcome,
+    Inbox,
+    StartPolicy,
+    Unsupported,
+)
+
+PROTOCOL = 1
+REQUEST_TIMEOUT_S = 30.0  # an answer the driver owes (a fetch gets its own expiry on top)
+HELLO_TIMEOUT_S = 30.0  # node's first start on a loaded machine
+SHUTDOWN_TIMEOUT_S = 5.0
+EVENT_KINDS = {k: k for k in (MISSED_HEARTBEAT, SEQUENCE_MISMATCH, RESET, TERMINAL, ERROR)}
+# The suite's own settings travel to pytest in JETCHECK_* variables, secrets included: never into a driver.
+PRIVATE_ENV_PREFIX = "JETCHECK_"
+
+
+class DriverGone(ConnectionError):
+    """The driver process is not running (it exited, or never answered): nothing more can be asked of it."""
+
+
+class DriverTimeout(ClientError, TimeoutError):
+    """The client (or its driver) gave up on an operation in time: the outcome is unknown."""
+
+
+class DriverConnectionError(ClientError, ConnectionError):
+    """The client could not reach the server."""
+
+
+def error_for(op: str, error: dict) -> ClientError:
+    kind = error.get("kind", "other")
+    message = f"{op}: {kind}: {error.get('message', '')}"
+    cls = {"unsupported": Unsupported, "timeout": DriverTimeout, "connection": DriverConnectionError}.get(
+        kind, ClientError
+    )
+    return cls(kind, message, error.get("code"), error.get("err_code"))
+
+
+Handler = Callable[[dict], None]
+
+
+@dataclass
+class Route:
+    """Where records for one session or subscription go: a handler run on the loop that owns it."""
+
+    loop: asyncio.AbstractEventLoop
+    handler: Handler
+
+    def send(self, record: dict) -> None:
+        # RuntimeError: the check that owned it has ended and its loop is closed; nobody is listening
+        with contextlib.suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(self.handler, record)
+
+
+class DriverProcess:
+    """A running driver: requests out, answers and streamed records in, its death noticed and explained."""
+
+    def __init__(self, command: list[str], label: str, cwd: Path | None = None) -> None:
+        self.label = label  # e.g. "nats.js driver", for messages
+        self.dead = ""  # why it can no longer be used, once it cannot
+        self._closing = ""  # why it is being shut down on purpose
+        self.hello: dict = {}
+        self.secrets: list[str] = []  # credential values sent to it, kept out of every message it causes
+        self._ids = itertools.count(1)
+        self._write_lock = threading.RLock()  # _died takes it too, also from within _send
+        self._pending: dict[int, Callable[[dict], None]] = {}
+        self._routes: dict[tuple[str, str], Route] = {}  # ("sub"|"session", id) -> route
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=20)
+        self._clock_offset = 0.0  # time.monotonic() - driver monotonic seconds
+        env = {k: v for k, v in os.environ.items() if not k.startswith(PRIVATE_ENV_PREFIX)}
+        try:
+            self.proc = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,  # a Ctrl-C reaches pytest, which shuts the driver down in order
+            )
+        except OSError as exc:
+            raise DriverGone(f"the {label} could not start: {exc.strerror or exc}") from None
+        self._readers = [
+            threading.Thread(target=self._read_stdout, name=f"{label} stdout", daemon=True),
+            threading.Thread(target=self._read_stderr, name=f"{label} stderr", daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    # --- talking to it ------------------------------------------------------------------------------------------
+
+    def start(self) -> dict:
+        """Say hello (blocking); learn the client's name, version and the driver's clock."""
+        asked = time.monotonic()
+        hello = self.request_sync("hello", HELLO_TIMEOUT_S)
+        answered = time.monotonic()
+        if hello.get("protocol") != PROTOCOL:
+            self.kill(f"the {self.label} speaks protocol {hello.get('protocol')!r}, not {PROTOCOL}")
+            raise DriverGone(self.dead)
+        # mono_ns was read between our send and its answer: the midpoint is within half a round trip
+        self._clock_offset = (asked + answered) / 2 - int(hello.get("mono_ns", 0)) / 1e9
+        self.hello = hello
+        return hello
+
+    def _send(self, op: str, args: dict, settle: Callable[[dict], None]) -> int:
+        with self._write_lock:
+            if self.dead:
+                raise DriverGone(self.dead)
+            request_id = next(self._ids)
+            self._pending[request_id] = settle
+            line = json.dumps({"id": request_id, "op": op, **args}, separators=(",", ":")) + "\n"
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.write(line.encode())
+                self.proc.stdin.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                self._pending.pop(request_id, None)
+                self._died()
+                raise DriverGone(self.dead) from None
+        return request_id
+
+    def request_sync(self, op: str, timeout: float = REQUEST_TIMEOUT_S, **args) -> dict:
+        """A request from outside any event loop (hello, shutdown)."""
+        answer: concurrent.futures.Future[dict] = concurrent.futures.Future()
+        request_id = self._send(op, args, answer.set_result)
+        try:
+            message = answer.result(timeout)
+        except concurrent.futures.TimeoutError:
+            raise DriverGone(f"the {self.label} did not answer {op} within {timeout:.0f} s") from None
+        finally:
+            self._pending.pop(request_id, None)
+        return self._result(op, message)
+
+    async def request(self, op: str, timeout: float = REQUEST_TIMEOUT_S, **args) -> dict:
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[dict] = loop.create_future()
+
+        def settle(message: dict) -> None:
+            Route(loop, lambda m: answer.done() or answer.set_result(m)).send(message)
+
+        request_id = self._send(op, args, settle)
+        try:
+            message = await asyncio.wait_for(answer, timeout)
+        except TimeoutError:
+            raise DriverTimeout("timeout", f"the {self.label} did not answer {op} within {timeout:.0f} s") from None
+        finally:
+            self._pending.pop(request_id, None)
+        return self._result(op, message)
+
+    def _result(self, op: str, message: dict) -> dict:
+        if message.get("gone"):
+            raise DriverGone(self.dead)
+        if message.get("ok"):
+            return message.get("result") or {}
+        raise error_for(op, message.get("error") or {})
+
+    def route(self, kind: str, key: str, handler: Handler) -> None:
+        self._routes[(kind, key)] = Route(asyncio.get_running_loop(), handler)
+
+    def unroute(self, kind: str, key: str) -> None:
+        self._routes.pop((kind, key), None)
+
+    def loop_time(self, at_ns: int | None) -> float:
+        """The driver's monotonic `at_ns` on the running loop's clock."""
+        loop = asyncio.get_running_loop()
+        if at_ns is None:
+            return loop.time()
+        return int(at_ns) / 1e9 + self._clock_offset + (loop.time() - time.monotonic())
+
+    # --- what it says -------------------------------------------------------------------------------------------
+
+    def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        with self.proc.stdout:
+            self._read_messages(self.proc.stdout)
+        self._died()
+
+    def _read_messages(self, stdout) -> None:
+        for raw in stdout:
+            try:
+                message = json.loads(raw)
+            except ValueError:
+                self._stderr_tail.append("(not JSON on stdout) " + raw.decode(errors="replace").strip()[:200])
+                continue
+            if not isinstance(message, dict):
+                continue
+            if "id" in message:
+                settle = self._pending.pop(message["id"], None)
+                if settle is not None:
+                    settle(message)
+            elif message.get("type") == "delivery":
+                self._dispatch(("sub", str(message.get("sub"))), message)
+            elif message.get("type") == "event":
+                self._dispatch(("session", str(message.get("session"))), message)
+
+    def _dispatch(self, key: tuple[str, str], record: dict) -> None:
+        route = self._routes.get(key)
+        if route is not None:
+            route.send(record)
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        with self.proc.stderr:
+            for raw in self.proc.stderr:
+                line = raw.decode(errors="replace").rstrip()
+                if line:
+                    self._stderr_tail.append(line)
+
+    def _died(self) -> None:
+        if not self.dead and self._closing:
+            self.dead = self._closing
+        if not self.dead:
+            try:
+                status = self.proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                status = None
+            if self._readers[1] is not threading.current_thread():
+                self._readers[1].join(1.0)  # its last words on stderr explain the exit
+            said = self._redact(self._stderr_tail[-1]) if self._stderr_tail else "nothing on stderr"
+            how = f"exited with status {status}" if status is not None else "closed its output"
+            self.dead = f"the {self.label} {how} ({said}); client checks cannot run"
+        with self._write_lock:
+            pending = list(self._pending.values())
+            self._pending.clear()
+        for settle in pending:
+            settle({"gone": True})
+
+    def _redact(self, text: str) -> str:
+        for secret in self.secrets:
+            if secret:
+                text = text.replace(secret, "***")
+        return text
+
+    @property
+    def log_tail(self) -> list[str]:
+        return [self._redact(line) for line in self._stderr_tail]
+
+    # --- ending it ----------------------------------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        """Ask it to exit; kill it if it does not within a few seconds."""
+        self._closing = f"the {self.label} was shut down at the end of the run"
+        if self.proc.poll() is None and not self.dead:
+            with contextlib.suppress(DriverGone, ClientError):  # it is killed below either way
+                self.request_sync("shutdown", SHUTDOWN_TIMEOUT_S)
+        self.kill(self._closing)
+
+    def kill(self, reason: str) -> None:
+        self.dead = self.dead or reason
+        assert self.proc.stdin is not None
+        with contextlib.suppress(OSError):  # a broken pipe: the driver is gone already
+            self.proc.stdin.close()  # a driver exits when stdin closes
+        try:
+            self.proc.wait(SHUTDOWN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        for reader in self._readers:
+            if reader is not threading.current_thread():
+                reader.join(SHUTDOWN_TIMEOUT_S)  # each closes its pipe at the end of its output
+
+
+# --- the adapter -------------------------------------------------------------------------------------------------
+
+
+def credentials_request(credentials: Credentials) -> dict:
+    fields = ("user", "password", "token", "nkey_seed", "creds", "tls_ca", "tls_cert", "tls_key")
+    return {name: getattr(credentials, name) for name in fields if getattr(credentials, name)}
+
+
+def delivery_from(record: dict, at: float) -> Delivery:
+    return Delivery(
+        stream_seq=int(record["stream_seq"]),
+        consumer_seq=int(record["consumer_seq"]),
+        subject=record.get("subject", ""),
+        payload=base64.b64decode(record.get("payload_b64") or ""),
+        consumer=record.get("consumer", ""),
+        at=at,
+    )
+
+
+def start_request(start: StartPolicy | None) -> dict | None:
+    if start is None:
+        return None
+    when = start.time.isoformat() if start.time is not None else None
+    return {"deliver_policy": start.deliver_policy, "seq": start.seq, "time": when}
+
+
+class DriverSubscription:
+    def __init__(self, session: DriverSession, sub_id: str) -> None:
+        self.session = session
+        self.id = sub_id
+        self.inbox = Inbox()
+        self.answer: dict = {}  # what the driver said when it started (effective heartbeat, consumer name)
+
+    @property
+    def effective_idle_heartbeat_s(self) -> float | None:
+        """The idle heartbeat the client actually uses, when the driver says (a client may raise a small one)."""
+        value = self.answer.get("effective_idle_heartbeat_s")
+        return float(value) if value is not None else None
+
+    def on_delivery(self, record: dict) -> None:
+        self.inbox.put(delivery_from(record, self.session.process.loop_time(record.get("at_ns"))))
+
+    async def stop(self) -> None:
+        process = self.session.process
+        try:
+            if not process.dead:
+                await process.request("stop", sub=self.id)
+        finally:
+            process.unroute("sub", self.id)
+
+
+class DriverSession:
+    """One connection of the driven client."""
+
+    def __init__(self, process: DriverProcess, session_id: str, ids: itertools.count) -> None:
+        self.process = process
+        self.id = session_id
+        self.events = EventLog()
+        self.subscriptions: list[DriverSubscription] = []
+        self._ids = ids
+
+    def on_event(self, record: dict) -> None:
+        kind = EVENT_KINDS.get(record.get("kind", ""), ERROR)
+        detail = str(record.get("detail", ""))
+        if kind == ERROR and record.get("kind") != ERROR:  # a kind this version of jetcheck does not know
+            detail = f"{record.get('kind')}: {detail}"
+        self.events.add(kind, detail, self.process.loop_time(record.get("at_ns")))
+
+    async def _subscribe(self, op: str, tag: str, **args) -> DriverSubscription:
+        sub = DriverSubscription(self, f"{tag}{next(self._ids)}")
+        # routed before asking: the first deliveries may overtake the answer
+        self.process.route("sub", sub.id, sub.on_delivery)
+        try:
+            sub.answer = await self.process.request(op, session=self.id, sub=sub.id, **args)
+        except BaseException:
+            self.process.unroute("sub", sub.id)
+            raise
+        self.subscriptions.append(sub)
+        return sub
+
+    async def ordered(
+        self,
+        stream: str,
+        subject: str,
+        *,
+        idle_heartbeat: float | None = None,
+        start: StartPolicy | None = None,
+        inactive_threshold: float | None = None,
+    ) -> DriverSubscription:
+        return await self._subscribe(
+            "ordered",
+            "o",
+            stream=stream,
+            subject=subject,
+            idle_heartbeat_s=idle_heartbeat,
+            start=start_request(start),
+            inactive_threshold_s=inactive_threshold,
+        )
+
+    async def push(self, stream: str, subject: str, *, idle_heartbeat: float) -> DriverSubscription:
+        return await self._subscribe("push", "p", stream=stream, subject=subject, idle_heartbeat_s=idle_heartbeat)
+
+    async def consume(
+        self,
+        stream: str,
+        consumer: str,
+        *,
+        idle_heartbeat: float | None = None,
+        expires: float | None = None,
+        max_messages: int | None = None,
+    ) -> DriverSubscription:
+        """Continuous pull consumption of an existing pull consumer, acking each message."""
+        return await self._subscribe(
+            "consume",
+            "c",
+            stream=stream,
+            consumer=consumer,
+            idle_heartbeat_s=idle_heartbeat,
+            expires_s=expires,
+            max_messages=max_messages,
+        )
+
+    async def fetch(
+        self, stream: str, consumer: str, *, batch: int, expires: float, idle_heartbeat: float | None
+    ) -> FetchOutcome:
+        answer = await self.process.request(
+            "fetch",
+            timeout=expires + REQUEST_TIMEOUT_S,
+            session=self.id,
+            stream=stream,
+            consumer=consumer,
+            batch=batch,
+            expires_s=expires,
+            idle_heartbeat_s=idle_heartbeat,
+        )
+        deliveries = [delivery_from(r, self.process.loop_time(r.get("at_ns"))) for r in answer.get("deliveries", [])]
+        error = answer.get("error")
+        event = None
+        if error:
+            kind = EVENT_KINDS.get(error.get("kind", ""), error.get("kind") or ERROR)
+            event = ClientEvent(kind, str(error.get("detail", "")), asyncio.get_running_loop().time())
+        return FetchOutcome(deliveries, event, float(answer.get("took_s", 0.0)))
+
+    async def close(self) -> None:
+        try:
+            if not self.process.dead:
+                await self.process.request("close", session=self.id)
+        finally:
+            for sub in self.subscriptions:
+                self.process.unroute("sub", sub.id)
+            self.process.unroute("session", self.id)
+
+
+class DriverAdapter:
+    """A client under test behind a driver process, started on first use and shared by every check of the run."""
+
+    def __init__(
+        self,
+        client: str,
+        documented: Documented,
+        launch: Callable[[], tuple[list[str], Path | None]],
+        expected_version: str = "",
+    ) -> None:
+        self.client = client
+        self.name = client
+        self.modes: list[str] = []  # the driver's misbehave modes (the suite's own proofs), in the name too
+        self.documented = documented
+        self._launch = launch  # builds the driver if needed; returns its command and working directory
+        self._expected_version = expected_version
+        self._process: DriverProcess | None = None
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+
+    @property
+    def version(self) -> str:
+        """The client library's exact version: as the driver says once it runs, as pinned before."""
+        if self._process is not None and self._process.hello:
+            return normalise_version(str(self._process.hello.get("version", "")))
+        return normalise_version(self._expected_version)
+
+    @property
+    def runtime(self) -> str:
+        return str(self._process.hello.get("runtime", "")) if self._process is not None else ""
+
+    def process(self) -> DriverProcess:
+        """The running driver, started (and built) on the first call; DriverGone once it died."""
+        with self._lock:
+            if self._process is None:
+                command, cwd = self._launch()
+                process = DriverProcess(command, f"{self.client} driver", cwd)
+                self._process = process
+                try:
+                    process.start()
+                    if self.modes:
+                        process.request_sync("misbehave", modes=self.modes)
+                except (DriverGone, ClientError) as exc:
+                    process.kill(str(exc))
+                    if isinstance(exc, ClientError):
+                        process.dead = f"the {self.client} driver refused {exc}"
+            if self._process.dead:
+                raise DriverGone(self._process.dead)
+            return self._process
+
+    def misbehave(self, modes: list[str]) -> None:
+        """Make the driver misreport in these ways (drivers/PROTOCOL.md `misbehave`) from its start on; the name
+        carries them so no result passes for the real client."""
+        with self._lock:
+            self.modes = [*self.modes, *modes]
+            self.name = "+".join([self.client, *self.modes])
+            if self._process is not None and not self._process.dead:
+                self._process.request_sync("misbehave", modes=modes)
+
+    async def connect(self, url: str, credentials: Credentials, *, reconnect_wait: float = 0.1) -> DriverSession:
+        process = self.process()
+        session = DriverSession(process, f"s{next(self._ids)}", self._ids)
+        secrets = credentials_request(credentials)
+        process.secrets.extend(v for k, v in secrets.items() if k in ("password", "token"))
+        process.route("session", session.id, session.on_event)
+        try:
+            await process.request(
+                "connect", session=session.id, url=url, credentials=secrets, reconnect_wait_s=reconnect_wait
+            )
+        except BaseException:
+            process.unroute("session", session.id)
+            raise
+        return session
+
+    def shutdown(self) -> None:
+        with self._lock:
+            if self._process is not None:
+                self._process.shutdown()
+
+
+def normalise_version(version: str) -> str:
+    """Go's module versions carry a `v` (v1.55.0), the libraries' own constants do not: one spelling in results."""
+    return version.removeprefix("v")

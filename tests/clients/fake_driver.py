@@ -1,0 +1,89 @@
+"""A driver speaking drivers/PROTOCOL.md without any client library, so the Python adapter is tested without node/go.
+
+It reaches no server. `push`/`ordered` stream 3 deliveries and then, for `push`, the events its `subject` names
+(comma-separated kinds); `fetch` takes `expires_s` to answer (in a thread: requests are handled concurrently);
+`crash` writes a line to stderr and exits 3; `connect` says which credential fields it received.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+import threading
+import time
+
+START = time.monotonic_ns()
+OUT = threading.Lock()
+MODES: list[str] = []  # misbehave modes asked for
+
+
+def mono_ns() -> int:
+    return time.monotonic_ns() - START  # its own clock, deliberately not the suite's
+
+
+def send(message: dict) -> None:
+    with OUT:
+        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
+
+
+def ok(request: dict, result: dict | None = None) -> None:
+    send({"id": request["id"], "ok": True, "result": result or {}})
+
+
+def stream(request: dict) -> None:
+    sub, session = request["sub"], request["session"]
+    for seq in (1, 2, 3):
+        payload = base64.b64encode(b"m%d" % seq).decode()
+        send({"type": "delivery", "sub": sub, "stream_seq": seq, "consumer_seq": seq, "subject": "s.x",
+              "payload_b64": payload, "consumer": "C1", "at_ns": mono_ns()})  # fmt: skip
+    if request["op"] == "push":
+        for kind in filter(None, request.get("subject", "").split(",")):
+            send({"type": "event", "session": session, "sub": sub, "kind": kind, "detail": f"fake {kind}",
+                  "at_ns": mono_ns()})  # fmt: skip
+
+
+def fetch(request: dict) -> None:
+    time.sleep(request["expires_s"])
+    ok(request, {"deliveries": [], "error": {"kind": "timeout", "detail": "fake: no messages"},
+                 "took_s": request["expires_s"]})  # fmt: skip
+
+
+def handle(request: dict) -> None:
+    op = request.get("op")
+    if op == "hello":
+        ops = ["hello", "connect", "push", "ordered", "fetch", "stop"]
+        ok(request, {"protocol": 1, "client": "fake", "version": "v9.9.9", "runtime": "python",
+                     "mono_ns": mono_ns(), "ops": ops})  # fmt: skip
+    elif op == "connect":
+        ok(request, {"received": sorted(request.get("credentials", {})), "modes": MODES})
+    elif op in ("push", "ordered"):
+        ok(request, {"effective_idle_heartbeat_s": request.get("idle_heartbeat_s")})
+        stream(request)
+    elif op == "fetch":
+        threading.Thread(target=fetch, args=(request,), daemon=True).start()
+    elif op == "misbehave":
+        MODES.extend(request["modes"])
+        ok(request)
+    elif op in ("stop", "close"):
+        ok(request)
+    elif op == "crash":
+        sys.stderr.write("fake driver: boom\n")
+        sys.stderr.flush()
+        sys.exit(3)
+    elif op == "shutdown":
+        ok(request)
+        sys.exit(0)
+    else:
+        send({"id": request["id"], "ok": False, "error": {"kind": "unsupported", "message": f"no op {op}",
+              "code": None, "err_code": None}})  # fmt: skip
+
+
+def main() -> None:
+    for line in sys.stdin:
+        handle(json.loads(line))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""The driver adapter over a fake driver (tests/clients/fake_driver.py): the protocol without node or go."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from jetcheck.conformance.clients.base import ERROR, MISSED_HEARTBEAT, RESET, Documented, Unsupported
+from jetcheck.conformance.clients.driver import DriverAdapter, DriverGone
+from jetcheck.fixtures.target import Credentials
+
+FAKE = Path(__file__).with_name("fake_driver.py")
+SECRET = "pa55-in-no-argv"
+
+
+@pytest.fixture
+def adapter():
+    made = DriverAdapter(
+        "fake",
+        Documented(ordered_idle_heartbeat_s=5.0, missed_heartbeats="fake"),
+        lambda: ([sys.executable, str(FAKE)], None),
+    )
+    yield made
+    made.shutdown()
+
+
+@pytest.mark.asyncio
+async def test_the_adapter_learns_the_exact_version_from_hello(adapter):
+    """The version is the one the driver reports, spelled without Go's `v`; the name is the client's."""
+    session = await adapter.connect("nats://127.0.0.1:1", Credentials())
+    await session.close()
+    assert (adapter.name, adapter.version) == ("fake", "9.9.9")
+
+
+@pytest.mark.asyncio
+async def test_a_long_request_does_not_hold_up_others(adapter):
+    """A fetch waiting for its expiry does not block a connect sent after it: requests are pipelined by id."""
+    session = await adapter.connect("nats://127.0.0.1:1", Credentials())
+    fetching = asyncio.create_task(session.fetch("S", "C", batch=1, expires=1.0, idle_heartbeat=None))
+    await asyncio.sleep(0)  # the fetch request is written first
+    other = await adapter.connect("nats://127.0.0.1:1", Credentials())
+    assert not fetching.done(), "the second request waited for the first"
+    outcome = await fetching
+    assert (outcome.deliveries, outcome.error.kind, outcome.error.detail) == ([], "timeout", "fake: no messages")
+    await other.close()
+    await session.close()
+
+
+@pytest.mark.asyncio
+async def test_deliveries_reach_the_subscriptions_inbox_with_driver_times_on_the_loop_clock(adapter):
+    """Streamed deliveries land in order in the inbox of the subscription they name; their times, taken on the
+    driver's own clock, fall between asking and receiving on the loop's clock."""
+    session = await adapter.connect("nats://127.0.0.1:1", Credentials())
+    asked = asyncio.get_running_loop().time()
+    sub = await session.push("S", "", idle_heartbeat=0.5)
+    got = await sub.inbox.until(3, 5.0)
+    received = asyncio.get_running_loop().time()
+    assert [(d.stream_seq, d.payload, d.consumer) for d in got] == [
+        (1, b"m1", "C1"),
+        (2, b"m2", "C1"),
+        (3, b"m3", "C1"),
+    ]
+    assert all(asked - 0.05 <= d.at <= received + 0.05 for d in got), (asked, [d.at for d in got], received)
+    assert sub.effective_idle_heartbeat_s == 0.5
+    await sub.stop()
+    await session.close()
+
+
+@pytest.mark.asyncio
+async def test_misbehave_modes_reach_the_driver_and_the_name(adapter):
+    """A proof variant's modes are sent after hello, and the adapter's name carries them."""
+    adapter.misbehave(["duplicate-delivery", "swallow-missed-heartbeat"])
+    answer = await adapter.process().request("connect", session="s0", url="nats://127.0.0.1:1", credentials={})
+    assert answer["modes"] == ["duplicate-delivery", "swallow-missed-heartbeat"]
+    assert adapter.name == "fake+duplicate-delivery+swallow-missed-heartbeat"
+
+
+@pytest.mark.asyncio
+async def test_events_are_mapped_onto_the_event_log_kinds(adapter):
+    """missed-heartbeat and reset keep their kinds; a kind jetcheck does not know is an error naming it."""
+    session = await adapter.connect("nats://127.0.0.1:1", Credentials())
+    since = asyncio.get_running_loop().time() - 0.05
+    await session.push("S", "missed-heartbeat,reset,strange", idle_heartbeat=0.5)
+    assert await session.events.wait_for(ERROR, since, 5.0) is not None
+    kinds = [(e.kind, e.detail) for e in session.events.events]
+    assert kinds == [
+        (MISSED_HEARTBEAT, "fake missed-heartbeat"),
+        (RESET, "fake reset"),
+        (ERROR, "strange: fake strange"),
+    ]
+    await session.close()
+
+
+@pytest.mark.asyncio
+async def test_an_unknown_op_is_unsupported(adapter):
+    """A driver answering `unsupported` raises Unsupported, which a check can turn into 'not implemented'."""
+    adapter.process()
+    with pytest.raises(Unsupported, match="no op kv_put"):
+        await adapter.process().request("kv_put")
+
+
+@pytest.mark.asyncio
+async def test_a_dead_driver_fails_the_request_and_every_later_one_with_its_reason(adapter):
+    """The driver exiting mid-request ends that request and each later one with DriverGone naming the exit and
+    its last stderr line, instead of hanging until a timeout."""
+    session = await adapter.connect("nats://127.0.0.1:1", Credentials())
+    with pytest.raises(DriverGone, match=r"fake driver exited with status 3 \(fake driver: boom\)"):
+        await adapter.process().request("crash")
+    with pytest.raises(DriverGone, match="exited with status 3"):
+        await adapter.connect("nats://127.0.0.1:1", Credentials())
+    with pytest.raises(DriverGone, match="exited with status 3"):
+        await session.push("S", "", idle_heartbeat=0.5)
+
+
+@pytest.mark.asyncio
+async def test_credentials_reach_the_driver_only_in_its_connect_request(adapter, monkeypatch):
+    """The password is received by the driver, yet is in neither its command line nor its environment, even
+    though the suite's own JETCHECK_* variables carry it."""
+    monkeypatch.setenv("JETCHECK_PASSWORD", SECRET)
+    process = adapter.process()
+    answer = await process.request("connect", session="s0", url="nats://127.0.0.1:1",
+                                   credentials={"user": "u", "password": SECRET})  # fmt: skip
+    assert answer == {"received": ["password", "user"], "modes": []}
+    pid = process.proc.pid
+    assert SECRET not in Path(f"/proc/{pid}/cmdline").read_text()
+    assert SECRET.encode() not in Path(f"/proc/{pid}/environ").read_bytes()
+    assert "JETCHECK_PASSWORD" in os.environ  # the suite's own environment did carry it
+
+
+def test_one_driver_process_serves_checks_on_different_event_loops(adapter):
+    """pytest-asyncio gives each check its own loop: the same process answers on each, with deliveries."""
+
+    async def one_check() -> tuple[int, list[int]]:
+        session = await adapter.connect("nats://127.0.0.1:1", Credentials())
+        sub = await session.ordered("S", "s.>")
+        got = await sub.inbox.until(3, 5.0)
+        await session.close()
+        return adapter.process().proc.pid, [d.stream_seq for d in got]
+
+    first, second = asyncio.run(one_check()), asyncio.run(one_check())
+    assert first[0] == second[0] and first[1] == second[1] == [1, 2, 3]
+
+
+def test_shutdown_ends_the_driver_cleanly(adapter):
+    """At the run's end the driver is asked to shut down and exits 0; later use says it was shut down."""
+    process = adapter.process()
+    adapter.shutdown()
+    assert process.proc.returncode == 0
+    with pytest.raises(DriverGone, match="shut down"):
+        adapter.process()
+
+
+def test_a_driver_that_cannot_start_is_one_clear_reason():
+    """A launch command that does not exist is DriverGone naming the driver, not an OSError traceback."""
+    adapter = DriverAdapter("fake", Documented(5.0, ""), lambda: (["/nonexistent/driver"], None))
+    with pytest.raises(DriverGone, match="fake driver could not start"):
+        adapter.process()
+
+
+def test_concurrent_starts_share_one_process(adapter):
+    """Two threads asking for the driver at once get the same process."""
+    seen: list[int] = []
+    threads = [threading.Thread(target=lambda: seen.append(adapter.process().proc.pid)) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len(seen) == 2 and seen[0] == seen[1]
