@@ -370,3 +370,23 @@ async def test_misbehave_drop_deliveries_after_reset(driver, stream, embedded_se
     await publish(js, name, 2)
     await driver.settle(0.5)
     assert sequences(driver.deliveries("o")) == [(1, 1), (2, 2)]
+
+
+@pytest.mark.asyncio
+async def test_close_stops_the_sessions_consumptions_and_forgets_the_session(driver, stream, embedded_server):
+    """After close nothing more streams for its subs, and the session's name is unknown again (`invalid`)."""
+    js, name = stream
+    await pull_consumer(js, name, "C")
+    await connected(driver, embedded_server.url)
+    await driver.ok("consume", session="s", sub="c", stream=name, consumer="C", idle_heartbeat_s=HEARTBEAT,
+                    expires_s=None, max_messages=None)  # fmt: skip
+    await publish(js, name, 1)
+    await driver.until(lambda: len(driver.deliveries("c")) == 1)
+    await driver.ok("close", session="s")
+    await publish(js, name, 1)
+    await driver.settle(0.3)
+    assert len(driver.deliveries("c")) == 1 and driver.events("c") == []
+    after = await driver.call("fetch", session="s", stream=name, consumer="C", batch=1, expires_s=1.0,
+                              idle_heartbeat_s=None)  # fmt: skip
+    assert after["error"]["kind"] == "invalid"
+    assert (await driver.call("stop", sub="c"))["error"]["kind"] == "invalid"
