@@ -64,10 +64,14 @@ class Driver:
                 self._changed.set()
 
     async def call(self, op: str, **arguments) -> dict:
+        return await self.request({"op": op, **arguments})
+
+    async def request(self, fields: dict) -> dict:
+        """Send `fields` as a request with the next id (even a malformed one) and return its response."""
         self._next_id += 1
         answer = asyncio.get_running_loop().create_future()
         self._pending[self._next_id] = answer
-        self.proc.stdin.write(json.dumps({"id": self._next_id, "op": op, **arguments}).encode() + b"\n")
+        self.proc.stdin.write(json.dumps({"id": self._next_id, **fields}).encode() + b"\n")
         await self.proc.stdin.drain()
         return await asyncio.wait_for(answer, WAIT + 10)
 
@@ -170,6 +174,8 @@ async def test_hello_names_nats_go_at_the_version_go_mod_requires(driver):
     assert set(hello["ops"]) == v1
     unknown = await driver.call("kv_put")
     assert unknown["error"]["kind"] == "unsupported"
+    malformed = await driver.request({"op": 3})
+    assert malformed["error"]["kind"] == "invalid"
 
 
 @pytest.mark.asyncio

@@ -1037,7 +1037,12 @@ func main() {
 		}
 		var req request
 		if err := json.Unmarshal([]byte(line), &req); err != nil || req.ID == nil {
-			log.Printf("unreadable request line (%d bytes) ignored", len(line))
+			var only struct{ ID *int64 }
+			if json.Unmarshal([]byte(line), &only) == nil && only.ID != nil {
+				d.respond(*only.ID, nil, failure("invalid", "unreadable request: %v", err))
+			} else {
+				log.Printf("unreadable request line (%d bytes) ignored: it has no id to answer", len(line))
+			}
 			continue
 		}
 		if req.Op == "shutdown" {
