@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import json
 import os
-import subprocess
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 from jetcheck.config import DRIVEN_CLIENTS, OPTIONS, Config, add_option_arguments, cli_flag, resolve
 from jetcheck.conformance.clients import adapter_for
 from jetcheck.conformance.clients.driven import prepare as prepare_driver
+from jetcheck.fixtures import children
 from jetcheck.fixtures.binaries import system_binary, wheel_binary
 from jetcheck.fixtures.cleanup import claim_prefix
 from jetcheck.fixtures.errors import TargetError
@@ -104,7 +104,8 @@ def run_checks(cfg: Config, pytest_args: list[str]) -> int:
         "-q",
         *extra,
     ]
-    return subprocess.run(command, env=pytest_environment(cfg), check=False).returncode
+    # pytest stops on an interrupt forwarded to it, deleting the run's streams and stopping its server first
+    return children.run(command, env=pytest_environment(cfg))
 
 
 def summarise(results: list[CheckResult]) -> str:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import subprocess
+import os
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from jetcheck.config import OPTION_BY_NAME, ConfigError
+from jetcheck.fixtures import children
 from jetcheck.fixtures.binaries import binary_version, system_binary
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.records import RESULTS_FILE, STATUSES, CheckResult, read_results
@@ -117,7 +118,9 @@ def matrix_command(args: argparse.Namespace) -> int:
             str(out / version),
             *args.pytest_args,
         ]
-        status = subprocess.run(command, check=False).returncode
+        # certify stops its pytest first; interrupted, only matrix says so on the terminal they share
+        env = {**os.environ, children.PARENT_SAYS_INTERRUPTED: "1"}
+        status = children.run(command, children.NESTED_STOP_GRACE_S, env=env)
         results_path = out / version / RESULTS_FILE
         if status not in (0, 1) or not results_path.exists():
             print(f"jetcheck: certify of {version} did not complete (exit {status})", file=sys.stderr)

@@ -13,6 +13,7 @@ import json
 import os
 import platform
 import re
+import signal
 import socket
 import ssl
 import time
@@ -28,6 +29,7 @@ from hypothesis import HealthCheck, settings
 
 import jetcheck
 from jetcheck.config import OPTIONS, Config, ConfigError, resolve
+from jetcheck.fixtures.children import interrupt_on_sigterm
 from jetcheck.fixtures.cleanup import RunLedger, claim_prefix, create_anchor, delete_created_streams, run_marker
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.providers import ServerProvider, provider_for
@@ -307,6 +309,16 @@ def _rule_id(report: pytest.TestReport) -> str:
 
 
 # --- running a check ---------------------------------------------------------------------------------------------
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """SIGTERM ends a run of checks as Ctrl-C does (pytest turns only SIGINT into KeyboardInterrupt), so the session
+    finish still deletes the run's streams and stops a managed server. Kept until pytest unconfigures: a second
+    signal during that cleanup still leaves pytest_unconfigure to stop the server."""
+    if any(RULE in item.stash for item in session.items):
+        previous = interrupt_on_sigterm()
+        session.config.add_cleanup(lambda: signal.signal(signal.SIGTERM, previous))
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import re
+import signal
 import sys
 from collections.abc import Callable
 from typing import NoReturn
 
 from jetcheck import __version__
+from jetcheck.fixtures.children import PARENT_SAYS_INTERRUPTED, interrupt_on_sigterm
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.redact import redact_url
 
@@ -66,7 +69,8 @@ def _guarded(work: Callable[[], int]) -> int:
         print(f"jetcheck: {one_line(f'{where}{exc.strerror or exc}')}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("jetcheck: interrupted", file=sys.stderr)
+        if not os.environ.get(PARENT_SAYS_INTERRUPTED):  # a jetcheck parent (matrix) says it once for both
+            print("jetcheck: interrupted", file=sys.stderr)
         return 130
 
 
@@ -91,7 +95,12 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         return args.func(args)
 
-    return _guarded(parse_and_run)
+    # SIGTERM takes Ctrl-C's path: children stopped, what the run created removed, exit 130
+    previous_sigterm = interrupt_on_sigterm()
+    try:
+        return _guarded(parse_and_run)
+    finally:
+        signal.signal(signal.SIGTERM, previous_sigterm)
 
 
 if __name__ == "__main__":

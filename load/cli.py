@@ -39,8 +39,10 @@ from jetcheck.config import (
     resolve_some,
     server_version_for,
 )
+from jetcheck.fixtures import children
 from jetcheck.fixtures.cleanup import claim_prefix
 from jetcheck.fixtures.errors import TargetError
+from jetcheck.fixtures.process import free_port
 from jetcheck.fixtures.providers import provider_for
 from jetcheck.fixtures.target import Target, probe
 from jetcheck.records import LOAD_FILE
@@ -52,6 +54,7 @@ from .scenarios import SCENARIOS, LoadSettings, scenario, setup, teardown
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")  # a path, not an import: Locust monkey-patches on import
 GRACE_S = 120.0  # setup (prefill), drain and teardown on top of the run time
+LOCUST_STOP_S = 30.0  # past the deadline, for Locust to write what it has
 MAX_DEFAULT_PROCESSES = 8
 PREFIX_OPTIONS = ("run_prefix", "clean_previous")
 MAX_PAYLOAD = 64 * 1024 * 1024  # nats-server's largest max_payload
@@ -256,7 +259,11 @@ def locust_command(
         server_version,
     ]
     if args.processes > 1:
-        cmd += ["--processes", str(args.processes)]
+        # the master and its workers talk over loopback on a free port: not Locust's 5557 on every interface,
+        # which another load on the machine may hold
+        port = str(free_port())
+        cmd += ["--processes", str(args.processes), "--master-bind-host", "127.0.0.1", "--master-bind-port", port]
+        cmd += ["--master-host", "127.0.0.1", "--master-port", port]
     return cmd
 
 
@@ -300,8 +307,8 @@ def run(args) -> int:
     prefix = chosen["run_prefix"]
     out = Path(args.out or Path("jetcheck-load") / run_id)
     provider = provider_for(args.server, args.server_version, credentials)
-    target = provider.start()
     try:
+        target = provider.start()  # inside the try: interrupted while it starts, the server is stopped too
         settings = LoadSettings(
             scenario=args.scenario,
             server_url=target.url,
@@ -351,23 +358,19 @@ def run(args) -> int:
 
 
 def _run_bounded(cmd: list[str], env: dict[str, str], log_path: Path, deadline_s: float) -> int:
-    """Run Locust in its own process group; past the deadline the whole group is stopped."""
+    """Run Locust in its own session; past the deadline, or when the command is interrupted, it is stopped."""
     started = time.monotonic()
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True
-        )
+    with (
+        open(log_path, "wb") as log,
+        # interrupted, Locust is asked with SIGTERM: its graceful stop (teardown, load.json) without first
+        # rendering the HTML report as it does on SIGINT, which takes seconds
+        children.running(
+            cmd, ask=signal.SIGTERM, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+        ) as proc,
+    ):
         try:
             return proc.wait(timeout=deadline_s)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGINT)  # Locust quits (and writes what it has) on SIGINT
-            try:
-                return proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            if not children.stop(proc, LOCUST_STOP_S):  # Locust quits (and writes what it has) on SIGINT
                 raise TargetError(f"Locust did not stop within {time.monotonic() - started:.0f}s") from None
-        except BaseException:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            raise
+            return proc.returncode

@@ -24,6 +24,7 @@ STAMP_TS = "Jc-Ts"
 STAMP_SEQ = "Jc-Seq"
 FETCH_TIMEOUT_S = 0.5
 DRAIN_TIMEOUT_S = 10.0
+NEVER = 1 << 62  # a stop time no run reaches
 time_ns = time.time_ns
 
 
@@ -76,6 +77,7 @@ class Driver:
         self.js = None
         self.stats = {name: OpStats() for name in self.op_names}
         self.stopping = False
+        self.stop_at_ns = NEVER  # operations due at or after it are not started
         self.failure: BaseException | None = None
         self._task: asyncio.Task | None = None
         self._inflight: set = set()
@@ -101,6 +103,12 @@ class Driver:
             raise
         except Exception as exc:  # reported to Locust as the user's error; the log keeps what was done
             self.failure = exc
+
+    def stop_intending(self, at_ns: int) -> None:
+        """Start no operation due at or after `at_ns`. Only sets a number the run loop reads, so a greenlet of the
+        loop's thread may call it while the loop waits: operations that fall due before the loop hears of the stop
+        (it may be busy or descheduled) are not sent late either."""
+        self.stop_at_ns = min(self.stop_at_ns, at_ns)
 
     def take_stats(self) -> dict[str, OpStats]:
         taken = self.stats
@@ -164,6 +172,8 @@ class Publisher(Driver):
         while not self.stopping:
             for index in schedule.take_due(time_ns()):
                 intended = schedule.intended_ns(index)
+                if intended >= self.stop_at_ns:
+                    return  # the schedule ends where the stop was asked for
                 if len(inflight) + pending() >= limit:
                     self._overflow(intended)
                 elif self.async_mode:
@@ -175,13 +185,13 @@ class Publisher(Driver):
             await schedule.sleep_until_next()
 
     async def _closed_async(self) -> None:
-        while not self.stopping:
+        while not self.stopping and (now := time_ns()) < self.stop_at_ns:
             # publish_async waits on nats-py's own bound (publish_async_max_pending = max_inflight)
-            await self._send_async(time_ns())
+            await self._send_async(now)
 
     async def _closed_sync(self) -> None:
-        while not self.stopping:
-            await self._send_sync(time_ns())
+        while not self.stopping and (now := time_ns()) < self.stop_at_ns:
+            await self._send_sync(now)
 
     async def _send_async(self, intended: int) -> None:
         start = time_ns()
@@ -278,8 +288,7 @@ class PullConsumer(Consumer):
 
     async def run(self) -> None:
         batch = self.settings.fetch_batch
-        while not self.stopping:
-            start = time_ns()
+        while not self.stopping and (start := time_ns()) < self.stop_at_ns:
             try:
                 msgs = await self.sub.fetch(batch, timeout=FETCH_TIMEOUT_S)
             except TimeoutError:
@@ -340,6 +349,8 @@ class KvUser(Driver):
             while not self.stopping:
                 for index in schedule.take_due(time_ns()):
                     intended = schedule.intended_ns(index)
+                    if intended >= self.stop_at_ns:
+                        return
                     if len(self._inflight) >= limit:
                         now = time_ns()
                         self.log.add(
@@ -353,8 +364,8 @@ class KvUser(Driver):
                 await schedule.sleep_until_next()
         else:
             index = 0
-            while not self.stopping:
-                await self._one(index, time_ns())
+            while not self.stopping and (now := time_ns()) < self.stop_at_ns:
+                await self._one(index, now)
                 index += 1
 
     async def _one(self, index: int, intended: int) -> None:

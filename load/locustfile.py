@@ -12,6 +12,7 @@ what the run created and writes ``<out>/load.json``.
 
 from __future__ import annotations
 
+import functools
 import gc
 import itertools
 import json
@@ -60,6 +61,7 @@ _run: dict[str, Any] = {}  # master/local: what load.json needs, filled at test 
 _run_ids_given: dict[str, tuple[str, str]] = {}  # the run id and prefix from the command line, if any
 _cpu_at_start = 0.0  # this process's CPU seconds when the test started (load.json reports the load's CPU cost)
 _roles_here: set[str] = set()  # the roles this process's users played in the current test
+_stopping: dict[str, int] = {}  # "ns": when this process was first asked to stop in the current test
 
 
 @events.init_command_line_parser.add_listener
@@ -148,11 +150,46 @@ def _start_flusher(log: OpLog) -> None:
     asyncio.get_running_loop().create_task(log.flush_periodically(FLUSH_EVERY_S, FLUSH_CHECK_S))
 
 
+def stop_drivers(at_ns: int | None = None) -> None:
+    """Stop every user's driver of this process at once: nothing due at or after `at_ns` (default now) is started,
+    and what is in flight is finished and logged. Idempotent; the users keep their drivers for their last report."""
+    drivers = list(_drivers)
+    at_ns = time.time_ns() if at_ns is None else at_ns
+    for driver in drivers:
+        driver.stop_intending(at_ns)
+    if drivers:
+        bridge.run(_stop_all(drivers), timeout=60)
+
+
+async def _stop_all(drivers: list[Driver]) -> None:
+    import asyncio
+
+    await asyncio.gather(*(driver.stop() for driver in drivers))
+
+
+def stop_load_before_runner(runner) -> None:
+    """Make `runner.stop()` stop this process's drivers before anything else it does.
+
+    Locust's Runner.stop begins with ``inspect.stack()`` for a debug line: reading the stack's source files and
+    mapping every loaded module to its file holds the GIL for 150-300 ms on a busy machine. The process's asyncio
+    loop, and with it every user's schedule, stands still meanwhile, while open-loop sends keep falling due: they
+    went out late by up to that much and made the wind-down the run's p99. Stopped first, the drivers intend nothing
+    during it. Every way to stop goes through this method: the run-time limit (quit), the web UI, the master's stop
+    message and jetcheck's drain."""
+    locust_stop = runner.stop
+
+    @functools.wraps(locust_stop)
+    def stop(*args, **kwargs):
+        stop_drivers(_stopping.setdefault("ns", time.time_ns()))
+        return locust_stop(*args, **kwargs)
+
+    runner.stop = stop
+
+
 def close_oplog() -> int:
     """Wait for this process's users to be drained and its log to be on disk; returns rows written."""
-    for driver in list(_drivers):
-        bridge.run(driver.stop(), timeout=60)
-        _drivers.discard(driver)
+    stop_drivers()
+    _drivers.clear()
     if _oplog is None:
         return 0
     _oplog.close()
@@ -232,6 +269,8 @@ def pick_users(environment, **_kwargs) -> None:
     options = environment.parsed_options
     if environment.runner is not None:
         register_messages(environment)
+        if not isinstance(environment.runner, MasterRunner):  # a master runs no users
+            stop_load_before_runner(environment.runner)
     if options is None or isinstance(environment.runner, WorkerRunner):
         return  # a worker runs whatever the master dispatches (a remote worker learns the scenario at spawn)
     spec = scenario(options.jetcheck_scenario)
@@ -258,6 +297,7 @@ def register_messages(environment) -> None:
                     "rows": rows,
                     "cpu_s": round(time.process_time() - _cpu_at_start, 3),
                     "roles": sorted(_roles_here),
+                    "stopping_ns": _stopping.get("ns"),
                 },
             )
 
@@ -275,6 +315,7 @@ def on_test_start(environment, **_kwargs) -> None:
     global _cpu_at_start
     _cpu_at_start = time.process_time()
     _roles_here.clear()
+    _stopping.clear()
     if isinstance(environment.runner, WorkerRunner):
         freeze_heap()
         return
@@ -343,10 +384,12 @@ def on_test_stop(environment, **_kwargs) -> None:
                 gevent.sleep(0.05)  # the workers' answers arrive as messages, handled by another greenlet
         load_cpu = {str(w.get("pid")): w.get("cpu_s") for w in _run["drained"]}
         roles = {str(w.get("pid")): w.get("roles", []) for w in _run["drained"]}
+        stopping = {str(w.get("pid")): w.get("stopping_ns") for w in _run["drained"]}
     else:
         close_oplog()
         load_cpu = {str(os.getpid()): round(time.process_time() - _cpu_at_start, 3)}
         roles = {str(os.getpid()): sorted(_roles_here)}
+        stopping = {str(os.getpid()): _stopping.get("ns")}
     end_ns = time.time_ns()
 
     async def finish() -> tuple[dict, list[str]]:
@@ -388,6 +431,7 @@ def on_test_stop(environment, **_kwargs) -> None:
         load_cpu_s=load_cpu,
         process_roles=roles,
     )
+    run["stopping_ns"] = stopping  # by pid: when each load process began to stop; it intended nothing after
     runfile.write(Path(settings.out_dir), run)
     logger.info("jetcheck: wrote %s", json.dumps({"run_id": settings.run_id, "out": settings.out_dir}))
     _run.clear()

@@ -11,6 +11,7 @@ from typing import Any
 from jetcheck.records import OPS_DIR, shared_loop_note
 
 from . import runfile
+from .window import SteadyWindow, steady_window
 
 QUANTILES = (0.5, 0.9, 0.99, 0.999)
 COLUMNS = ["user", "process", "op", "ok", "error_class", "intended_ns", "start_ns", "end_ns", "e2e_ns"]
@@ -41,29 +42,39 @@ def _quantiles_us(values) -> dict[str, float]:
     return shown
 
 
+def user_spans(table) -> list[tuple[int, int]]:
+    """Each user's (first, last) actual send time; users are numbered per process."""
+    spans = table.group_by(["process", "user"]).aggregate([("start_ns", "min"), ("start_ns", "max")])
+    return list(zip(spans["start_ns_min"].to_pylist(), spans["start_ns_max"].to_pylist(), strict=True))
+
+
 def summarize(out_dir: Path) -> dict[str, Any]:
-    """Per op kind: counts, achieved rate, and response/service/send-delay/e2e quantiles in microseconds."""
+    """Per op kind: counts over the whole run; rate and response/service/send-delay/e2e quantiles (microseconds) of
+    the operations sent in the steady window (jetcheck.load.window), which `window` describes."""
     import pyarrow.compute as pc
 
     table = read_ops(out_dir)
+    window = steady_window(user_spans(table))
+    sent = table["start_ns"].to_numpy()
+    steady_table = table.filter(window.contains(sent)) if window else table  # no window: nothing logged
     ops: dict[str, Any] = {}
     for op in sorted(set(table.column("op").to_pylist())):
         rows = table.filter(pc.equal(table["op"], op))
-        ok = rows.filter(rows["ok"])
         errors = rows.filter(pc.invert(rows["ok"]))
         by_class: dict[str, int] = {}
         for name in errors["error_class"].to_pylist():
             by_class[name] = by_class.get(name, 0) + 1
         entry: dict[str, Any] = {
             "count": rows.num_rows,
-            "ok": ok.num_rows,
+            "ok": pc.sum(rows["ok"]).as_py() or 0,
             "errors": by_class,
             "overflow": by_class.get("Overflow", 0),
         }
+        steady = steady_table.filter(pc.equal(steady_table["op"], op))
+        ok = steady.filter(steady["ok"])
+        entry["steady_ok"] = ok.num_rows
         if ok.num_rows:
-            first = pc.min(ok["intended_ns"]).as_py()
-            last = pc.max(ok["end_ns"]).as_py()
-            entry["rate_per_s"] = ok.num_rows / max((last - first) / 1e9, 1e-9)
+            entry["rate_per_s"] = ok.num_rows / window.seconds
             entry["response_us"] = _quantiles_us(pc.subtract(ok["end_ns"], ok["intended_ns"]))
             entry["service_us"] = _quantiles_us(pc.subtract(ok["end_ns"], ok["start_ns"]))
             entry["send_delay_us"] = _quantiles_us(pc.subtract(ok["start_ns"], ok["intended_ns"]))
@@ -73,7 +84,19 @@ def summarize(out_dir: Path) -> dict[str, Any]:
         ops[op] = entry
     run = runfile.read(out_dir)
     note = shared_loop_note(run)
-    return {"rows": table.num_rows, "ops": ops, "checks": record_checks(run, table), "notes": [note] if note else []}
+    return {
+        "rows": table.num_rows,
+        "window": describe_window(window, sent) if window else None,
+        "ops": ops,
+        "checks": record_checks(run, table),
+        "notes": [note] if note else [],
+    }
+
+
+def describe_window(window: SteadyWindow, start_ns) -> dict[str, Any]:
+    before = int((start_ns < window.start_ns).sum())
+    after = int((start_ns >= window.end_ns).sum())
+    return window.describe(before, len(start_ns) - before - after, after)
 
 
 def record_checks(run: dict[str, Any], table) -> list[dict[str, Any]]:
@@ -123,10 +146,12 @@ def format_summary(run: dict[str, Any], summary: dict[str, Any]) -> str:
         + (f", target {run['rate']:g} ops/s" if run.get("rate") else "")
         + f"), {run['users']} users in {run['processes']} process(es), nats-server {run['server_version']}"
     ]
+    if summary.get("window"):
+        lines.append("  " + summary["window"]["definition"])
     for op, entry in summary["ops"].items():
         line = f"  {op:8} ok {entry['ok']:>9}  errors {sum(entry['errors'].values()):>6}"
         if "rate_per_s" in entry:
-            line += f"  {entry['rate_per_s']:>10.0f}/s"
+            line += f"  steady {entry['rate_per_s']:>10.1f}/s"
         lines.append(line)
         for key in ("response_us", "service_us", "send_delay_us", "e2e_us"):
             if key in entry:

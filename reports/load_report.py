@@ -2,6 +2,8 @@
 
 Only aggregates leave Spark: per-second counts, percentile rows, per-second sample summaries. All times are
 seconds since the run's origin (load.json start_ns, or the first intended send), one axis for every chart.
+Rates and whole-run percentiles cover the steady window (jetcheck.load.window, the definition `jetcheck load`
+prints too); throughput, latency and errors over time cover the whole run.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from jetcheck.load.window import SteadyWindow, steady_window
 from jetcheck.records import OP_FIELDS, SAMPLE_FIELDS, shared_loop_note
 from jetcheck.reports import buckets
 from jetcheck.reports.inputs import ResultSet
@@ -45,19 +48,40 @@ class LoadTables:
     origin_ns: int
     span_s: float
     slot_s: float
-    totals: pd.DataFrame  # scenario, op, ops, ok, errors, ok_per_s
+    # scenario, op, ops, ok, errors (whole run); steady_ok: ok sent in the steady window, ok_per_s their rate
+    totals: pd.DataFrame
     throughput: pd.DataFrame  # scenario, op, t_s, ops, ok, errors
-    latency: pd.DataFrame  # scenario, op, metric, count, invalid, min, p50 .. p99_99, max (ns)
+    latency: pd.DataFrame  # scenario, op, metric, count, invalid, min, p50 .. p99_99, max (ns), steady window
     latency_over_time: pd.DataFrame  # scenario, op, metric, t_s, count, p50 .. max (ns)
-    distribution: pd.DataFrame  # scenario, op, metric, quantile, value_ns
+    distribution: pd.DataFrame  # scenario, op, metric, quantile, value_ns (steady window)
     errors: pd.DataFrame  # scenario, op, t_s, error_class, error_code, count
     samples: pd.DataFrame  # t_s, cpu, mem, *_rate per second
     notes: list[str] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)  # what limits how far the figures can be trusted
+    # SteadyWindow.describe(): start_ns, end_ns, seconds, warmup_s, users, whole_run, warmup_ops, steady_ops,
+    # winddown_ops and `definition`, the sentence to show with the rates and percentiles; empty without op logs
+    window: dict[str, Any] = field(default_factory=dict)
 
 
 def read_ops(spark, result_set: ResultSet):
     return spark.read.schema(spark_schema(OP_FIELDS)).parquet(*[str(p) for p in result_set.op_files()])
+
+
+def _steady_window(ops) -> tuple[SteadyWindow | None, dict[str, Any]]:
+    """The run's steady window from its users' spans, and its description with the operations it leaves out."""
+    from pyspark.sql import functions as F
+
+    spans = ops.groupBy("process", "user").agg(F.min("start_ns").alias("first"), F.max("start_ns").alias("last"))
+    window = steady_window((row["first"], row["last"]) for row in spans.collect())
+    if window is None:
+        return None, {}
+    sent = F.col("start_ns")
+    row = ops.agg(
+        F.count(F.when(sent < window.start_ns, 1)).alias("before"),
+        F.count(F.when(sent >= window.end_ns, 1)).alias("after"),
+        F.count(F.lit(1)).alias("all"),
+    ).first()
+    return window, window.describe(row["before"], row["all"] - row["before"] - row["after"], row["after"])
 
 
 def _origin_and_span(ops, info: dict[str, Any]) -> tuple[int, int, int]:
@@ -100,8 +124,9 @@ class PartialHistograms:
     coarse precision. Rows are keyed by one packed int64 (group, metric, slot, bucket) and merged by sorting.
     """
 
-    def __init__(self, origin_ns: int, slot_ns: int):
+    def __init__(self, origin_ns: int, slot_ns: int, window: SteadyWindow | None = None):
         self.origin_ns, self.slot_ns = origin_ns, slot_ns
+        self.window = window  # the rows in the whole-run buckets; None: every row
         self.groups: dict[tuple[str, str], int] = {}
         self.parts: list[tuple[np.ndarray, ...]] = []
         self.held = 0
@@ -131,16 +156,22 @@ class PartialHistograms:
         columns = {name: batch.column(name).to_numpy(zero_copy_only=False) for name in _LATENCY_INPUT[2:]}
         group = self._group_codes(batch)
         slot = np.clip((columns["end_ns"] - self.origin_ns) // self.slot_ns, 0, _SLOT_LIMIT)
+        sent = columns["start_ns"]
+        in_window = np.ones(len(sent), dtype=bool) if self.window is None else self.window.contains(sent)
         per_metric = _metric_values(columns)
         for metric, name in enumerate(METRIC_NAMES):
             mask, values = per_metric[name]
             ones = np.ones(len(values), dtype=np.int64)
-            fine = buckets.bucket_of(values)
             coarse = buckets.bucket_of(values, buckets.COARSE_BITS)
-            whole_slot = np.full(len(values), WHOLE_RUN, dtype=np.int64)
-            self.parts.append((self._key(group[mask], metric, whole_slot, fine), ones, values, values))
             self.parts.append((self._key(group[mask], metric, slot[mask], coarse), ones, values, values))
-            self.held += 2 * len(values)
+            steady = in_window[mask]
+            steady_values = values[steady]
+            fine = buckets.bucket_of(steady_values)
+            whole_slot = np.full(len(steady_values), WHOLE_RUN, dtype=np.int64)
+            self.parts.append(
+                (self._key(group[mask][steady], metric, whole_slot, fine), ones[steady], steady_values, steady_values)
+            )
+            self.held += len(values) + len(steady_values)
         if self.held > _REDUCE_AT:
             self._reduce()
 
@@ -175,21 +206,21 @@ class PartialHistograms:
         )
 
 
-def partial_histograms(batches, origin_ns: int, slot_ns: int):
+def partial_histograms(batches, origin_ns: int, slot_ns: int, window: SteadyWindow | None = None):
     """mapInArrow function: Arrow batches of _LATENCY_INPUT in, one batch of PARTIAL_SCHEMA out."""
-    histograms = PartialHistograms(origin_ns, slot_ns)
+    histograms = PartialHistograms(origin_ns, slot_ns, window)
     for batch in batches:
         if batch.num_rows:
             histograms.add(batch)
     yield histograms.batch()
 
 
-def _bucket_tables(ops, origin_ns: int, slot_ns: int):
-    """(whole-run buckets, per-slot buckets), merged across partitions in Spark; persisted by the caller."""
+def _bucket_tables(ops, origin_ns: int, slot_ns: int, window: SteadyWindow):
+    """(steady-window buckets, per-slot buckets), merged across partitions in Spark; persisted by the caller."""
     from pyspark.sql import functions as F
 
     partial = ops.select(*_LATENCY_INPUT).mapInArrow(
-        functools.partial(partial_histograms, origin_ns=origin_ns, slot_ns=slot_ns), PARTIAL_SCHEMA
+        functools.partial(partial_histograms, origin_ns=origin_ns, slot_ns=slot_ns, window=window), PARTIAL_SCHEMA
     )
     return partial.groupBy("scenario", "op", "metric", "slot", "bucket").agg(
         F.sum("count").alias("count"), F.min("vmin").alias("vmin"), F.max("vmax").alias("vmax")
@@ -246,10 +277,12 @@ def aggregate_load(spark, result_set: ResultSet) -> LoadTables:
         *METRICS.values(),
     ]
     notes.append(
-        "throughput counts operations by the second they completed; latency excludes failed operations "
+        "throughput over time counts operations by the second they completed; latency excludes failed operations "
         "(they are counted under errors), except send delay"
     )
-    if not result_set.op_files():
+    ops = read_ops(spark, result_set) if result_set.op_files() else None
+    window, window_info = _steady_window(ops) if ops is not None else (None, {})
+    if window is None:  # no op-log files, or files without rows
         empty = pd.DataFrame()
         return LoadTables(
             result_set.label,
@@ -266,14 +299,13 @@ def aggregate_load(spark, result_set: ResultSet) -> LoadTables:
             _samples(spark, result_set, int(info.get("start_ns", 0) or 0)),
             [*notes, "no operation logs were found"],
         )
-    ops = read_ops(spark, result_set)
     origin_ns, last_ns, _ = _origin_and_span(ops, info)
     span_s = max((last_ns - origin_ns) / NS, 1e-9)
     slot_s = float(max(1, math.ceil(span_s / TIME_SLOTS)))
     slot_ns = int(slot_s * NS)
 
     keys = [*GROUP, "metric"]
-    merged = _bucket_tables(ops, origin_ns, slot_ns).persist()
+    merged = _bucket_tables(ops, origin_ns, slot_ns, window).persist()
     try:
         whole = merged.where(F.col("slot") == WHOLE_RUN).drop("slot")
         latency = _to_pandas(buckets.percentiles(whole, keys)).sort_values(keys).reset_index(drop=True)
@@ -305,7 +337,14 @@ def aggregate_load(spark, result_set: ResultSet) -> LoadTables:
         .reset_index(drop=True)
     )
     totals = throughput.groupby(list(GROUP), as_index=False)[["ops", "ok", "errors"]].sum()
-    totals["ok_per_s"] = totals["ok"] / span_s
+    steady_ok = _to_pandas(
+        ops.where(F.col("ok") & window.contains(F.col("start_ns")))
+        .groupBy(*GROUP)
+        .agg(F.count(F.lit(1)).alias("steady_ok"))
+    )
+    totals = totals.merge(steady_ok, on=list(GROUP), how="left").fillna({"steady_ok": 0})
+    totals["steady_ok"] = totals["steady_ok"].astype("int64")
+    totals["ok_per_s"] = totals["steady_ok"] / window.seconds
     caveat = shared_loop_note(info)
     return LoadTables(
         label=result_set.label,
@@ -322,4 +361,5 @@ def aggregate_load(spark, result_set: ResultSet) -> LoadTables:
         samples=_samples(spark, result_set, origin_ns),
         notes=notes,
         caveats=[caveat] if caveat else [],
+        window=window_info,
     )

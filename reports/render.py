@@ -1,28 +1,44 @@
-"""Writing the report: index.html (self-contained), summary.md and the tables as CSV and Parquet."""
+"""Writing the report: index.html (self-contained), summary.md and the tables as CSV and Parquet.
+
+Both documents are Jinja2 templates (templates/report.html, templates/summary.md) filled from one view of the
+results built here, so they say the same things in the same order: the verdict, what was tested, results by area,
+failures, then load. HTML is autoescaped; every value reaches a template as plain text or numbers.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
-import html
+import functools
 import json
 import numbers
+from collections import Counter
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
-from string import Template
 from typing import Any
 
-import numpy as np
+import jinja2
 import pandas as pd
 
 from jetcheck.reports import charts
 from jetcheck.reports.compare import Comparison
-from jetcheck.reports.conformance_report import ConformanceTables, redact_text
+from jetcheck.reports.conformance_report import FAILED, ConformanceTables, redact_text
 from jetcheck.reports.load_report import LoadTables
 from jetcheck.verdict import HEADLINES, overall_outcome
 
-LATENCY_COLUMNS = ("min", "p50", "p90", "p99", "p99_9", "p99_99", "max")
-STATUS_CLASSES = ("pass", "fail", "error", "na", "skip", "regression", "fixed")
+# (column of LoadTables.latency, header, quantile: a percentile needs at least 1/(1-q) samples to mean anything)
+LATENCY_COLUMNS = (
+    ("min", "min", 0.0),
+    ("p50", "p50", 0.5),
+    ("p90", "p90", 0.9),
+    ("p99", "p99", 0.99),
+    ("p99_9", "p99.9", 0.999),
+    ("p99_99", "p99.99", 0.9999),
+    ("max", "max", 0.0),
+)
+METRIC_NAMES = {"response": "response time", "service": "service time", "send_delay": "send delay", "e2e": "end-to-end"}
+STATUS_HEADERS = {"pass": "pass", "fail": "fail", "error": "error", "na": "n/a", "skip": "skipped"}
+NS = 1_000_000_000
 
 
 @dataclass
@@ -34,126 +50,381 @@ class ReportContent:
     notes: list[str] = field(default_factory=list)
 
 
-def _esc(value: Any) -> str:
-    return html.escape("" if value is None else str(value))
+@dataclass(frozen=True)
+class Cell:
+    text: str
+    css: str = ""  # a status ("pass", "fail", ...) or "num"
 
 
-def _cell(value: Any, column: str) -> str:
-    if isinstance(value, float) and pd.isna(value):
-        return "<td></td>"
-    if isinstance(value, bool | np.bool_):
-        return f'<td class="{"regression" if value else ""}">{"yes" if value else ""}</td>'
-    if isinstance(value, numbers.Number):
-        text = f"{value:,.3f}" if isinstance(value, float) and not float(value).is_integer() else f"{value:,.0f}"
-        return f'<td class="num">{text}</td>'
-    text = str(value)
-    css = text if text in STATUS_CLASSES else ""
-    if column in ("server_log", "observed") and text:
-        return f"<td><details><summary>show</summary><pre>{_esc(text)}</pre></details></td>"
-    return f'<td class="{css}">{_esc(text)}</td>' if css else f"<td>{_esc(text)}</td>"
+@dataclass
+class Table:
+    """A table as the templates draw it: every cell already formatted as text."""
+
+    id: str
+    headers: list[str]
+    rows: list[list[Cell]]
+
+    @property
+    def numeric(self) -> list[bool]:
+        """Per column: whether it holds numbers (right-aligned in HTML and Markdown)."""
+        return [
+            all("num" in row[i].css.split() or not row[i].text for row in self.rows) for i in range(len(self.headers))
+        ]
 
 
-def html_table(frame: pd.DataFrame, columns: list[str] | None = None) -> str:
-    if frame is None or frame.empty:
-        return "<p><em>none</em></p>"
-    columns = columns or list(frame.columns)
-    head = "".join(f"<th>{_esc(c)}</th>" for c in columns)
-    rows = []
-    for record in frame[columns].itertuples(index=False):
-        rows.append("<tr>" + "".join(_cell(v, c) for v, c in zip(record, columns, strict=True)) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+# --- formatting ---------------------------------------------------------------------------------------------------
 
 
-def _in_ms(frame: pd.DataFrame) -> pd.DataFrame:
-    shown = frame.copy()
-    for column in LATENCY_COLUMNS:
-        if column in shown:
-            shown[column] = shown[column].astype(float) / 1e6
-    return shown
+def number(value: Any) -> str:
+    """A count with thousands separators; other numbers with three significant digits (more when larger)."""
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, numbers.Integral) or (isinstance(value, float) and value.is_integer() and abs(value) >= 1):
+        return f"{int(value):,}"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
 
 
-def _chart(uri: str, alt: str) -> str:
-    return f'<img class="chart" alt="{_esc(alt)}" src="{uri}">'
+def milliseconds(value_ns: float) -> str:
+    """A latency in ms with as many decimals as its size calls for; never scientific notation."""
+    value = value_ns / 1e6
+    if value >= 100:
+        return f"{value:,.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    if value >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3f}" if value >= 0.001 or value == 0 else "<0.001"
 
 
-def _conformance_html(tables: ConformanceTables) -> str:
-    if tables.results.empty:
-        return "<p><em>No conformance results in the inputs.</em></p>"
-    parts = []
-    for label, info in tables.run_info.items():
-        server, client = info.get("server", {}), info.get("client", {})
-        parts.append(
-            f"<p class='meta'><b>{_esc(label)}</b>: server {_esc(server.get('version', '?'))}, client "
-            f"{_esc(client.get('name', '?'))} {_esc(client.get('version', ''))}, jetcheck "
-            f"{_esc(info.get('jetcheck_version', '?'))}, {_esc(info.get('started_at', ''))} – "
-            f"{_esc(info.get('finished_at', ''))}</p>"
-        )
-    parts.append(_chart(charts.conformance_bars(tables.summary), "conformance by area"))
-    parts.append("<h3>Summary by area and level</h3>" + html_table(tables.summary))
-    parts.append("<h3>Failures (expected / actual)</h3>")
-    parts.append(
-        html_table(
-            tables.failures,
-            [
-                "result_set",
-                "id",
-                "level",
-                "subject",
-                "client",
-                "status",
-                "title",
-                "message",
-                "observed",
-                "server_log",
-                "source",
-            ],
-        )
-    )
-    parts.append("<h3>Not applicable and skipped, with reasons</h3>")
-    parts.append(html_table(tables.not_applicable, ["result_set", "id", "level", "status", "title", "message"]))
-    parts.append("<h3>Compatibility matrix (rule × server version × client)</h3>")
-    if len(tables.matrix.columns) > 4:  # id, title, level and more than one result column
-        parts.append(html_table(tables.matrix))
-    else:
-        parts.append(
-            "<p><em>One server and client: give several --in folders for a matrix "
-            "(tables/conformance_matrix.csv has this one's column).</em></p>"
-        )
-    return "\n".join(parts)
+def when(value: Any) -> str:
+    """An instant as an ISO date in UTC: from wall-clock ns, seconds or an ISO string; "" when unknown."""
+    try:
+        if isinstance(value, str):
+            moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        elif isinstance(value, numbers.Real) and value > 0:
+            moment = dt.datetime.fromtimestamp(value / NS if value > 1e14 else value, dt.UTC)
+        else:
+            return ""
+    except ValueError:
+        return str(value)
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _load_html(load: LoadTables) -> str:
-    parts = [f"<h3>{_esc(load.label)}</h3>"]
-    info = {k: v for k, v in load.info.items() if not isinstance(v, dict)}
-    for key, value in load.info.items():
-        if isinstance(value, dict):
-            info.update({f"{key}.{k}": v for k, v in value.items()})
-    if info:
-        values = [redact_text(v if isinstance(v, str) else json.dumps(v)) for v in info.values()]
-        parts.append(html_table(pd.DataFrame({"setting": list(info), "value": values})))
-    if load.totals.empty:
-        parts.append("<p><em>No operations were logged.</em></p>")
-        return "\n".join(parts)
-    parts.extend(f"<p class='caveat'><strong>Caveat:</strong> {_esc(caveat)}</p>" for caveat in load.caveats)
-    parts.append(f"<p>Duration {load.span_s:.1f} s.</p>" + html_table(load.totals))
-    parts.append("<h4>Latency (ms)</h4>" + html_table(_in_ms(load.latency)))
-    parts.append("<ul class='notes'>" + "".join(f"<li>{_esc(n)}</li>" for n in load.notes) + "</ul>")
-    parts.append(_chart(charts.timeline(load), f"{load.label} timeline"))
-    parts.append(_chart(charts.distribution(load), f"{load.label} latency by percentile"))
-    if not load.errors.empty:
-        by_class = load.errors.groupby(["scenario", "op", "error_class", "error_code"], as_index=False)["count"].sum()
-        parts.append("<h4>Errors by class</h4>" + html_table(by_class))
-    return "\n".join(parts)
+def seconds(value: Any) -> str:
+    return f"{number(value)} s"
 
 
-def _comparison_html(comparison: Comparison) -> str:
-    load = comparison.load.copy()
-    if not load.empty:
-        load["change"] = (load["change"] * 100).round(1).astype(str) + " %"
+def _cell(value: Any, css: str = "") -> Cell:
+    if isinstance(value, numbers.Number) and not isinstance(value, bool):
+        return Cell(number(value), css or "num")
+    return Cell("" if value is None else str(value), css)
+
+
+def _plural(count: int, word: str) -> str:
+    if count == 1:
+        return f"{count:,} {word}"
     return (
-        f"<p>Baseline: <b>{_esc(comparison.baseline)}</b>; {comparison.regressions} regression(s).</p>"
-        "<h3>Load</h3>" + html_table(load) + "<h3>Conformance changes</h3>" + html_table(comparison.conformance)
+        f"{count:,} {word[:-1]}ies" if word.endswith("y") else f"{count:,} {word}{'es' if word.endswith('s') else 's'}"
     )
+
+
+# --- load settings ------------------------------------------------------------------------------------------------
+
+# load.json keys shown under a plainer name, in this order; keys not listed follow, named by their own words.
+SETTING_NAMES = {
+    "scenario": "scenario",
+    "scenario_title": "scenario is",
+    "mode": "load model",
+    "rate": "target rate",
+    "target_rate": "target rate",
+    "rate_per_publisher": "rate per publisher",
+    "users": "users",
+    "publishers": "publishers",
+    "consumers": "consumers",
+    "processes": "processes",
+    "process_roles": "process roles",
+    "payload_size": "payload",
+    "max_inflight": "most operations in flight",
+    "duration_s": "duration",
+    "start_ns": "started",
+    "end_ns": "ended",
+    "server_url": "server",
+    "server_version": "server version",
+    "replicas": "stream replicas",
+    "stream": "stream",
+    "client": "client",
+    "load_cpu_s": "load CPU",
+    "monitor": "server monitoring",
+    "server": "server state at the end",
+    "workers_drained": "workers drained",
+    "prefix": "run prefix",
+    "run_id": "run id",
+    "deleted": "deleted at the end",
+    "overflow": "overflow",
+    "clock": "clock",
+}
+# file layout, not settings of the run
+HIDDEN_SETTINGS = frozenset({"ops_dir", "samples_dir"})
+
+
+def _per_process(values: dict[str, Any], unit: str = "") -> str:
+    """A mapping keyed by process id summarised in one line, never one row per pid."""
+    if all(isinstance(v, numbers.Real) for v in values.values()):
+        busiest = max(values, key=lambda pid: values[pid])
+        total = sum(values.values())
+        return (
+            f"{number(round(total, 1))}{unit} over {_plural(len(values), 'process')} "
+            f"(at most {number(values[busiest])}{unit}, pid {busiest})"
+        )
+    if all(isinstance(v, list) for v in values.values()):
+        roles = Counter(" + ".join(sorted(v)) if v else "idle" for v in values.values())
+        return f"{_plural(len(values), 'process')}: " + ", ".join(f"{n} {role}" for role, n in roles.most_common())
+    return f"{_plural(len(values), 'process')}"
+
+
+def _setting_value(key: str, value: Any) -> str:
+    if isinstance(value, str):
+        return redact_text(value) if "://" in value else value
+    if isinstance(value, bool) or value is None:
+        return {True: "yes", False: "no", None: ""}[value]
+    if isinstance(value, numbers.Real):
+        if key.endswith("_ns"):
+            return when(value) if value > 1e14 else f"{number(value / 1e6)} ms"
+        if key.endswith("_s"):
+            return seconds(value)
+        if "rate" in key:
+            return f"{number(value)} ops/s"
+        if key.endswith("_size"):
+            return f"{number(value)} bytes"
+        return number(value)
+    if isinstance(value, dict):
+        if value and all(str(k).isdigit() for k in value):
+            return _per_process(value, " s" if key.endswith("_s") else "")
+        parts = []
+        for name, inner in value.items():
+            if name == "pid":
+                continue
+            parts.append(f"{name.replace('_', ' ')} {_setting_value(name, inner)}")
+        return ", ".join(parts)
+    if isinstance(value, list):
+        if value and all(isinstance(v, dict) for v in value):
+            rows = sum(int(v.get("rows", 0)) for v in value)
+            return number(len(value)) + (f", {number(rows)} operations logged" if rows else "")
+        return ", ".join(_setting_value(key, v) for v in value) or "none"
+    return str(value)
+
+
+def load_settings(info: dict[str, Any]) -> list[tuple[str, str]]:
+    """load.json as (setting, readable value) rows: dates, seconds and summaries instead of raw numbers and JSON."""
+    ordered = [k for k in SETTING_NAMES if k in info] + [k for k in info if k not in SETTING_NAMES]
+    rows = []
+    for key in ordered:
+        if key in HIDDEN_SETTINGS:
+            continue
+        value = info[key]
+        name = SETTING_NAMES.get(key, key.replace("_", " "))
+        if key == "mode" and value in ("open", "closed"):
+            rows.append((name, f"{value} loop" + (" (sent on schedule)" if value == "open" else " (sent on reply)")))
+        elif key == "duration_s":
+            rows.append((name, seconds(value)))
+        elif isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
+            # e.g. the server's stream and consumer state: one row each, not one nested dump
+            rows += [(f"{name}: {part}", _setting_value(part, inner)) for part, inner in value.items()]
+        else:
+            rows.append((name, _setting_value(key, value)))
+    return rows
+
+
+# --- conformance --------------------------------------------------------------------------------------------------
+
+
+def _several(content: ReportContent) -> bool:
+    labels = set(content.conformance.results["result_set"]) | {load.label for load in content.loads}
+    return len(labels) > 1
+
+
+def _tested(content: ReportContent) -> list[dict[str, Any]]:
+    """What each result set tested, as (fact, value) rows under the result set's name."""
+    runs: dict[str, list[tuple[str, str]]] = {}
+    results = content.conformance.results
+    for label, info in content.conformance.run_info.items():
+        server, options = info.get("server", {}), info.get("options", {})
+        of_set = results[results["result_set"] == label]
+        client = info.get("client") or {}
+        client_text = " ".join(v for v in (client.get("name", ""), client.get("version", "")) if v)
+        client_text = client_text or ", ".join(sorted(set(of_set["client"]) - {""}))
+        target = options.get("server", "")
+        if info.get("target") == "managed" or target in ("local", "system", "cluster"):
+            where = f"started by jetcheck ({target})" if target else "started by jetcheck"
+        else:
+            where = redact_text(str(target)) if target else ""
+        version = server.get("version") or ", ".join(sorted(set(of_set["server_version"]) - {""}))
+        cluster = server.get("cluster", "")
+        facts = [
+            ("server", " ".join(v for v in (f"nats-server {version}".strip(), where and f"— {where}") if v)),
+            ("cluster shape", f"cluster {cluster}" if cluster else "single server"),
+        ]
+        if server.get("api_level"):
+            facts.append(("JetStream API level", str(server["api_level"])))
+        if server.get("domain"):
+            facts.append(("JetStream domain", server["domain"]))
+        facts.append(("client", client_text or "unknown"))
+        facts.append(("jetcheck", str(info.get("jetcheck_version", "unknown"))))
+        started = info.get("started_at") or info.get("start")
+        finished = info.get("finished_at") or info.get("end")
+        facts.append(("date", when(started) or "unknown"))
+        if started and finished:
+            try:
+                took = dt.datetime.fromisoformat(finished) - dt.datetime.fromisoformat(started)
+                facts.append(("duration", seconds(round(took.total_seconds(), 1))))
+            except ValueError:
+                pass
+        facts.append(("checks", f"{len(of_set):,} checks of {of_set['id'].nunique():,} rules"))
+        if options.get("profile"):
+            facts.append(("profile", str(options["profile"])))
+        if info.get("run_id"):
+            facts.append(("run id", str(info["run_id"])))
+        runs[label] = facts
+    for load in content.loads:
+        info = load.info
+        if not info:
+            continue
+        facts = runs.setdefault(load.label, [])
+        if not facts:
+            client = info.get("client", {})
+            facts += [
+                ("server", f"nats-server {info.get('server_version', 'unknown')}"),
+                ("client", _setting_value("client", client) if client else "unknown"),
+                ("date", when(info.get("start_ns")) or "unknown"),
+            ]
+        scenario = info.get("scenario", "")
+        title = info.get("scenario_title", "")
+        shape = [
+            f"{seconds(info['duration_s'])}" if "duration_s" in info else "",
+            f"{number(info.get('rate') or info.get('target_rate'))} ops/s"
+            if info.get("rate") or info.get("target_rate")
+            else "",
+            f"{info['mode']} loop" if info.get("mode") else "",
+        ]
+        text = f"scenario {scenario}" + (f" ({title})" if title else "")
+        facts.append(("load", ", ".join([text, *(part for part in shape if part)])))
+    return [
+        {"label": label, "table": Table(f"tested-{n}", ["", ""], [[Cell(k), Cell(v)] for k, v in facts])}
+        for n, (label, facts) in enumerate(runs.items())
+    ]
+
+
+def _count_css(status: str, count: int) -> str:
+    """A count's look: failures stand out, zeros recede, the rest are plain numbers."""
+    if not count:
+        return "num zero"
+    return f"num {status}" if status != "pass" else "num"
+
+
+def _areas(content: ReportContent, several: bool) -> Table:
+    """One row per area (and result set, when several): checks by status and the MUST ones that failed."""
+    results = content.conformance.results
+    keys = ["result_set", "area"] if several else ["area"]
+    counts = results.groupby([*keys, "status"]).size().unstack("status", fill_value=0)
+    counts = counts.reindex(columns=list(STATUS_HEADERS), fill_value=0)
+    must_failed = (
+        results[(results["level"] == "MUST") & results["status"].isin(FAILED)].groupby(keys).size()
+        if not results.empty
+        else pd.Series(dtype=int)
+    )
+    headers = [*(["result set"] if several else []), "area", "checks", *STATUS_HEADERS.values(), "MUST failed"]
+    rows = []
+    for index, row in counts.iterrows():
+        names = list(index) if isinstance(index, tuple) else [index]
+        failed = int(must_failed.get(index, 0))
+        cells = [Cell(str(n)) for n in names] + [_cell(int(row.sum()))]
+        cells += [_cell(int(row[s]), _count_css(s, int(row[s]))) for s in STATUS_HEADERS]
+        cells.append(_cell(failed, _count_css("fail", failed)))
+        rows.append(cells)
+    totals = counts.sum()
+    total_row = [Cell("all areas")] + ([Cell("")] if several else []) + [_cell(int(totals.sum()))]
+    total_row += [_cell(int(totals[s])) for s in STATUS_HEADERS] + [_cell(int(must_failed.sum()))]
+    rows.append(total_row)
+    return Table("areas", headers, rows)
+
+
+def _failures(content: ReportContent, several: bool) -> list[dict[str, Any]]:
+    """Failed and errored checks, MUST first, server rules before client rules."""
+    frame = content.conformance.failures
+    if frame.empty:
+        return []
+    order = frame.assign(
+        _level=(frame["level"] != "MUST").astype(int), _subject=(frame["subject"] != "server").astype(int)
+    ).sort_values(["_level", "_subject", "result_set", "id"])
+    failures = []
+    for row in order.to_dict("records"):
+        failures.append(
+            {
+                "result_set": row["result_set"] if several else "",
+                "id": row["id"],
+                "level": row["level"],
+                "subject": row["subject"],
+                "status": row["status"],
+                "title": row["title"],
+                "source": row["source"],
+                "client": row["client"],
+                "message": row["message"],
+                "detail": redact_text(row.get("detail") or ""),
+                "observed": _observed(row["observed"]),
+                "server_log": row["server_log"],
+                "check": row["check"],
+            }
+        )
+    return failures
+
+
+def _observed(text: str) -> str:
+    """The observed values of a check, indented for reading (they arrive as one line of JSON)."""
+    if not text:
+        return ""
+    try:
+        return json.dumps(json.loads(text), indent=2, sort_keys=True)
+    except json.JSONDecodeError:
+        return text
+
+
+def _not_applicable(content: ReportContent, several: bool) -> Table:
+    frame = content.conformance.not_applicable
+    headers = [*(["result set"] if several else []), "rule", "level", "status", "title", "reason"]
+    rows = [
+        [
+            *([Cell(r["result_set"])] if several else []),
+            Cell(r["id"]),
+            Cell(r["level"]),
+            Cell(STATUS_HEADERS.get(r["status"], r["status"]), r["status"]),
+            Cell(r["title"]),
+            Cell(r["message"]),
+        ]
+        for r in frame.to_dict("records")
+    ]
+    return Table("not-applicable", headers, rows)
+
+
+def frame_table(table_id: str, frame: pd.DataFrame, headers: dict[str, str] | None = None) -> Table:
+    """A DataFrame as a Table: numbers formatted, statuses coloured, columns renamed by `headers`."""
+    headers = headers or {}
+    rows = []
+    for record in frame.to_dict("records"):
+        cells = []
+        for value in record.values():
+            css = value if isinstance(value, str) and value in (*STATUS_HEADERS, "regression", "fixed") else ""
+            if isinstance(value, bool):
+                css, value = ("regression", "yes") if value else ("", "")
+            cells.append(_cell(value, css))
+        rows.append(cells)
+    return Table(table_id, [headers.get(c, c.replace("_", " ")) for c in frame.columns], rows)
+
+
+# --- the verdict --------------------------------------------------------------------------------------------------
 
 
 def verdict(content: ReportContent) -> tuple[str, list[str]]:
@@ -167,93 +438,169 @@ def verdict(content: ReportContent) -> tuple[str, list[str]]:
     return outcome, lines
 
 
-def render_html(content: ReportContent) -> str:
+def _verdict_block(content: ReportContent) -> dict[str, Any]:
+    """The verdict as the templates show it: per result set, its completeness and each subject's sentence apart."""
     outcome, lines = verdict(content)
-    sections = [
-        f'<div class="verdict {"ok" if outcome == "pass" else "bad"}">{"<br>".join(map(_esc, lines))}</div>',
-        "<p class='meta'>inputs: " + ", ".join(_esc(i) for i in content.inputs) + "</p>",
-        "<nav><a href='#conformance'>Conformance</a><a href='#load'>Load</a>"
-        + ("<a href='#comparison'>Comparison</a>" if content.comparison else "")
-        + "</nav>",
-        "<h2 id='conformance'>Conformance</h2>",
-        _conformance_html(content.conformance),
-        "<h2 id='load'>Load</h2>",
-    ]
-    sections += [_load_html(load) for load in content.loads] or ["<p><em>No load results in the inputs.</em></p>"]
+    runs = content.conformance.verdicts
+    if not runs and outcome == "pass":
+        outcome = "none"  # a load-only report has no conformance verdict to show green
+    return {
+        "outcome": outcome,
+        "headline": HEADLINES.get(outcome, "NO CONFORMANCE VERDICT"),
+        "runs": [
+            {
+                "label": run.label,
+                # the run's own words (its name is the heading above them): "INCOMPLETE: ...; this is not a verdict"
+                "incomplete": "" if run.complete else dataclasses.replace(run, label="").lines()[0],
+                "subjects": [(subject.sentence(), subject.conforms) for subject in run.subjects]
+                or [("no checks ran", False)],
+            }
+            for run in runs
+        ],
+        # what the result sets' own lines do not say: a regression against the baseline, or no results at all
+        "extra": lines[sum(len(run.lines()) for run in runs) :],
+        "lines": lines,  # every line as the console prints it, each named by its result set when there are several
+    }
+
+
+# --- load ---------------------------------------------------------------------------------------------------------
+
+
+def _latency_table(load: LoadTables, several_scenarios: bool, index: int) -> Table:
+    """Latency percentiles in ms; a percentile beyond what the sample count can show (q > 1 - 1/n) is blank."""
+    headers = [*(["scenario"] if several_scenarios else []), "operation", "measure", "samples"]
+    headers += [header for _, header, _ in LATENCY_COLUMNS]
+    rows = []
+    for row in load.latency.to_dict("records"):
+        if row["metric"] == "send_delay" and not row["max"]:
+            continue  # deliveries are not sent on a schedule: their send delay is zero by construction
+        count = int(row["count"])
+        cells = [*([Cell(row["scenario"])] if several_scenarios else []), Cell(row["op"])]
+        cells += [Cell(METRIC_NAMES.get(row["metric"], row["metric"])), _cell(count)]
+        for column, _, quantile in LATENCY_COLUMNS:
+            shown = count and (quantile == 0.0 or count * (1 - quantile) >= 1)
+            cells.append(Cell(milliseconds(float(row[column])) if shown else "", "num"))
+        rows.append(cells)
+    return Table(f"latency-{index}", headers, rows)
+
+
+def steady_window(load: LoadTables) -> dict[str, Any]:
+    """The steady window the load figures cover (LoadTables.window: start_ns, end_ns, definition, ...), or {} from
+    an aggregation that measures the whole run."""
+    return getattr(load, "window", None) or {}
+
+
+def _load_view(load: LoadTables, index: int, several: bool) -> dict[str, Any]:
+    settings = Table(f"settings-{index}" if index else "settings", ["setting", "value"], [])
+    settings.rows = [[Cell(name), Cell(value)] for name, value in load_settings(load.info)]
+    view: dict[str, Any] = {
+        "label": load.label if several else "",
+        "settings": settings,
+        "caveats": load.caveats,
+        "notes": load.notes,
+        "logged": not load.totals.empty,
+    }
+    if load.totals.empty:
+        return view
+    several_scenarios = load.totals["scenario"].nunique() > 1
+    totals = load.totals.drop(columns=[] if several_scenarios else ["scenario"])
+    window = steady_window(load)
+    view.update(
+        span_s=load.span_s,
+        steady=bool(window) and not window.get("whole_run"),
+        measured=window.get("definition")
+        or f"ok / s: successful operations divided by the run's {number(round(load.span_s, 1))} s, from the first "
+        "intended send to the last reply.",
+        totals=frame_table(
+            f"totals-{index}",
+            totals,
+            {"op": "operation", "ops": "operations", "steady_ok": "ok in steady window", "ok_per_s": "ok / s"},
+        ),
+        latency=_latency_table(load, several_scenarios, index),
+        timeline=charts.timeline(load),
+        distribution=charts.distribution(load),
+        errors=None,
+    )
+    if not load.errors.empty:
+        by_class = load.errors.groupby(["scenario", "op", "error_class", "error_code"], as_index=False)["count"].sum()
+        if not several_scenarios:
+            by_class = by_class.drop(columns=["scenario"])
+        view["errors"] = frame_table(
+            f"errors-{index}", by_class, {"op": "operation", "error_class": "error", "error_code": "code"}
+        )
+    return view
+
+
+# --- the documents ------------------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _templates() -> jinja2.Environment:
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("jetcheck.reports", "templates"),
+        autoescape=jinja2.select_autoescape(["html"]),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    environment.filters["number"] = number
+    environment.filters["md"] = lambda text: str(text).replace("|", "\\|").replace("\n", " ")
+    return environment
+
+
+def document(content: ReportContent) -> dict[str, Any]:
+    """Everything the report says, formatted, in the order it says it: the input of both templates."""
+    several = _several(content)
+    conformance = content.conformance
+    has_results = not conformance.results.empty
+    servers = sorted({f"nats-server {v}" for v in conformance.results["server_version"] if v})
+    subjects = servers + sorted({c for c in conformance.results["client"] if c})
+    comparison = None
     if content.comparison is not None:
-        sections += ["<h2 id='comparison'>Comparison with the baseline</h2>", _comparison_html(content.comparison)]
-    template = Template(resources.files("jetcheck.reports").joinpath("templates/report.html").read_text("utf-8"))
-    generated = dt.datetime.now(dt.UTC).strftime("generated %Y-%m-%d %H:%M:%S UTC by jetcheck report")
-    return template.substitute(title="jetcheck report", generated=_esc(generated), body="\n".join(sections))
+        load = content.comparison.load.copy()
+        if not load.empty:
+            load["change"] = (load["change"] * 100).round(1).astype(str) + " %"
+        comparison = {
+            "baseline": content.comparison.baseline,
+            "regressions": content.comparison.regressions,
+            "load": frame_table("comparison-load", load, {"op": "operation"}),
+            "conformance": frame_table("comparison-conformance", content.comparison.conformance, {"id": "rule"}),
+        }
+    return {
+        "title": "JetStream "
+        + " and ".join(
+            part for part, present in (("conformance", has_results), ("load", bool(content.loads))) if present
+        )
+        + " report"
+        if has_results or content.loads
+        else "jetcheck report",
+        "subtitle": " · ".join(subjects),
+        "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "inputs": content.inputs,
+        "several": several,
+        "verdict": _verdict_block(content),
+        "tested": _tested(content),
+        "has_results": has_results,
+        "areas": _areas(content, several) if has_results else None,
+        "areas_chart": charts.conformance_bars(conformance.summary) if has_results else "",
+        "failures": _failures(content, several),
+        "not_applicable": _not_applicable(content, several),
+        "matrix": frame_table("matrix", conformance.matrix, {"id": "rule"})
+        if len(conformance.matrix.columns) > 4
+        else None,
+        "loads": [_load_view(load, n, several) for n, load in enumerate(content.loads)],
+        "comparison": comparison,
+        "notes": content.notes,
+    }
 
 
-def _md_table(frame: pd.DataFrame, columns: list[str] | None = None) -> str:
-    if frame is None or frame.empty:
-        return "_none_\n"
-    columns = columns or list(frame.columns)
-
-    def fmt(value: Any) -> str:
-        if isinstance(value, float):
-            return "" if pd.isna(value) else f"{value:,.3f}"
-        return str(value).replace("|", "\\|").replace("\n", " ")
-
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in frame[columns].itertuples(index=False)]
-    return "\n".join(lines) + "\n"
+def render_html(content: ReportContent) -> str:
+    return _templates().get_template("report.html").render(document(content))
 
 
 def render_markdown(content: ReportContent) -> str:
-    outcome, lines = verdict(content)
-    out = [
-        "# jetcheck report",
-        "",
-        f"**{HEADLINES[outcome]}**",
-        "",
-        *(f"- {line}" for line in lines),
-        "",
-        "Inputs: " + ", ".join(content.inputs),
-        "",
-        "## Conformance",
-        "",
-    ]
-    conformance = content.conformance
-    if conformance.results.empty:
-        out.append("_no conformance results_\n")
-    else:
-        totals = conformance.summary.groupby("result_set", as_index=False).sum(numeric_only=True)
-        out += [
-            _md_table(totals),
-            "### Failures",
-            "",
-            _md_table(conformance.failures, ["result_set", "id", "level", "status", "message"]),
-        ]
-    out += ["## Load", ""]
-    for load in content.loads:
-        out += [f"### {load.label}", ""]
-        if load.totals.empty:
-            out.append("_no operations logged_\n")
-            continue
-        out += [f"**Caveat:** {caveat}\n" for caveat in load.caveats]
-        out += [
-            f"Duration {load.span_s:.1f} s.",
-            "",
-            _md_table(load.totals),
-            "Latency, ms:",
-            "",
-            _md_table(
-                _in_ms(load.latency), ["scenario", "op", "metric", "count", "p50", "p99", "p99_9", "p99_99", "max"]
-            ),
-            f"_{load.notes[0]}_",
-            "",
-        ]
-    if content.comparison is not None:
-        out += [
-            "## Comparison with " + content.comparison.baseline,
-            "",
-            _md_table(content.comparison.load),
-            _md_table(content.comparison.conformance),
-        ]
-    return "\n".join(out) + "\n"
+    return _templates().get_template("summary.md").render(document(content))
 
 
 def report_tables(content: ReportContent) -> dict[str, pd.DataFrame]:

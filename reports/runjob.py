@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import TextIO
 
 from jetcheck.config import ConfigError, credential_environment, resolve_some
+from jetcheck.fixtures import children
 from jetcheck.fixtures.target import Credentials
 from jetcheck.records import RESULTS_FILE
 from jetcheck.reports.build import build_report
@@ -145,26 +145,21 @@ def _tail(log: Path, count: int = 15) -> str:
 
 
 def run_step(step: Step, log: Path) -> tuple[bool, str]:
-    """Run one step with its output in `log`; (completed, outcome text). Completed = produced its output."""
+    """Run one step with its output in `log`; (completed, outcome text). Completed = produced its output.
+
+    Interrupted or timed out, the step is stopped with what it started (a server, Locust, the run's streams)."""
     with open(log, "wb") as out:
-        process = subprocess.Popen(
-            step.argv,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            env={**os.environ, **step.env},
-        )
         try:
-            code = process.wait(timeout=step.timeout_s)
+            with children.running(
+                step.argv,
+                children.NESTED_STOP_GRACE_S,  # a step is a jetcheck command stopping its own child
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, **step.env},
+            ) as process:
+                code = process.wait(timeout=step.timeout_s)
         except subprocess.TimeoutExpired:
-            # the step runs in its own session: stop it and whatever it started (a server, Locust workers)
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
             return False, f"timed out after {step.timeout_s:.0f} s"
     produced = step.produces.exists()
     if not produced:
@@ -209,7 +204,11 @@ def main_job(
     for index, step in enumerate(steps, start=1):
         log = logs / f"{step.name}.log"
         started = progress.start(index, step.name, log)
-        completed, outcome = run_step(step, log)
+        try:
+            completed, outcome = run_step(step, log)
+        except KeyboardInterrupt:
+            progress.finish(started, "interrupted")
+            raise
         progress.finish(started, outcome)
         if not completed:
             incomplete.append(step.name)

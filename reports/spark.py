@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
 LOCAL_MASTER = "local[*]"
 DRIVER_MEMORY = os.environ.get("JETCHECK_SPARK_DRIVER_MEMORY", "2g")
+JVM_STOP_S = 2.0
 
 
 def _prepare_environment(loopback: bool) -> None:
@@ -56,9 +59,43 @@ def build_session(master: str | None = None, app_name: str = "jetcheck-report"):
             .config("spark.sql.shuffle.partitions", str(max(4, 2 * (os.cpu_count() or 2))))
         )
     with _jvm_output_to(spark_log_path()):
-        session = builder.getOrCreate()
+        try:
+            session = builder.getOrCreate()
+        except KeyboardInterrupt:
+            _stop_starting_jvms()
+            raise
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def _stop_starting_jvms() -> None:
+    """Stop the JVM pyspark was starting when the interrupt came: pyspark drops it, and it would run on for good.
+
+    It is this process's child running SparkSubmit; SIGTERM lets it delete its temp directories on the way out."""
+    starting = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            parent = (proc / "stat").read_text().rsplit(")", 1)[1].split()[1]
+            if int(parent) == os.getpid() and b"org.apache.spark.deploy.SparkSubmit" in (proc / "cmdline").read_bytes():
+                starting.append(int(proc.name))
+        except (OSError, IndexError, ValueError):  # gone meanwhile, or not a process
+            continue
+    for pid in starting:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + JVM_STOP_S
+    for pid in starting:
+        while not _reaped(pid):
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+            time.sleep(0.05)
+
+
+def _reaped(pid: int) -> bool:
+    try:
+        return os.waitpid(pid, os.WNOHANG) != (0, 0)
+    except ChildProcessError:  # reaped already
+        return True
 
 
 def spark_log_path() -> Path:

@@ -1,12 +1,14 @@
 """Driver builds: the repo's driver sources built once per client version into jetcheck's cache.
 
-`<cache>/drivers/<client>/<version>/` holds one finished build; a build happens in a sibling temporary directory
+`<cache>/drivers/<client>/<version>-<digest of the driver's sources>/` holds one finished build (a changed driver,
+e.g. after upgrading jetcheck, is a new build, never a stale one); a build happens in a sibling temporary directory
 and is renamed into place, so a concurrent run never sees (or corrupts) a half-built driver. A missing tool or a
 failed build is a ConfigError with one line saying what is missing: that client's run exits 2, nothing else does.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -132,16 +134,29 @@ def _run(command: list[str], cwd: Path, what: str, env: dict[str, str] | None = 
         raise ConfigError(f"{what}: `{' '.join(command[:3])}` failed: {said}")
 
 
+BUILD_OUTPUTS = ("node_modules", "driver", ".gitignore")  # what a build makes, or a checkout may hold: not sources
+
+
+def source_digest(source: Path) -> str:
+    """A short digest of the driver's source files (names and contents), which keys its builds."""
+    digest = hashlib.sha256()
+    for path in sorted(source.rglob("*")):
+        relative = path.relative_to(source)
+        if path.is_file() and not set(relative.parts) & set(BUILD_OUTPUTS):
+            digest.update(str(relative).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
+
+
 def _built(final: Path, source: Path, build: Callable[[Path], None]) -> Path:
-    """`final`, built from a copy of `source` by `build(staging)` unless a finished build is already there."""
+    """`final` (suffixed with the sources' digest), built from a copy of `source` by `build(staging)` unless a
+    finished build is already there."""
+    final = final.with_name(f"{final.name}-{source_digest(source)}")
     if (final / DONE).is_file():
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
     try:
-        shutil.copytree(
-            source, staging, ignore=shutil.ignore_patterns("node_modules", "driver", ".gitignore"), dirs_exist_ok=True
-        )
+        shutil.copytree(source, staging, ignore=shutil.ignore_patterns(*BUILD_OUTPUTS), dirs_exist_ok=True)
         build(staging)
         (staging / DONE).write_text("")
         try:

@@ -57,7 +57,7 @@ GO_DOCUMENTED = Documented(
     "MessagesContext.Next(), once at least 2 heartbeats are missed",
     heartbeat_behaviour="Consume() re-issues its pull request and goes on; Fetch() returns ErrNoHeartbeat",
     min_idle_heartbeat_s=0.5,
-    below_min_heartbeat="refused",  # PullHeartbeat/FetchHeartbeat: an error below 500 ms
+    below_min_heartbeat="refused",  # PullHeartbeat: an error below 500 ms (FetchHeartbeat has no minimum)
     ordered_kind="pull",
     # jetstream/ordered.go getConsumerConfig(): no MaxDeliver (not checked); InactiveThreshold 5 min unless given.
     ordered_config={

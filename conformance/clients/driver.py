@@ -468,6 +468,9 @@ class DriverAdapter:
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
 
+    def __repr__(self) -> str:  # shown in a failing check's arguments: the client, not an object address
+        return f"DriverAdapter({self.name} {self.version})"
+
     @property
     def version(self) -> str:
         """The client library's exact version: as the driver says once it runs, as pinned before."""

@@ -22,6 +22,7 @@ from jetcheck.conformance.clients.build import (
     js_driver,
     js_pinned_version,
     prebuild,
+    source_digest,
 )
 from jetcheck.conformance.clients.driven import MISBEHAVE_MODES
 
@@ -109,9 +110,27 @@ def test_concurrent_builds_leave_one_finished_build(tmp_path):
         thread.start()
     for thread in threads:
         thread.join(30)
-    assert results == [final, final]
-    assert (final / DONE).is_file() and (final / "driver").is_file()
-    assert sorted(p.name for p in final.parent.iterdir()) == ["1.0.0"]
+    built = final.with_name(f"1.0.0-{source_digest(source)}")
+    assert results == [built, built]
+    assert (built / DONE).is_file() and (built / "driver").is_file()
+    assert sorted(p.name for p in final.parent.iterdir()) == [built.name]
+
+
+def test_a_changed_driver_source_is_built_anew_not_taken_from_the_cache(tmp_path):
+    """An upgraded jetcheck whose driver changed runs the new driver: builds are keyed by the sources' digest."""
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "driver.mjs").write_text("first")
+    final = tmp_path / "cache" / "fake" / "1.0.0"
+
+    def build(staging: Path) -> None:
+        (staging / "driver").write_text((staging / "driver.mjs").read_text())
+
+    first = _built(final, source, build)
+    (source / "driver.mjs").write_text("second")
+    second = _built(final, source, build)
+    assert first != second
+    assert (second / "driver").read_text() == "second"
 
 
 def test_a_failed_build_leaves_nothing_in_the_cache(tmp_path):

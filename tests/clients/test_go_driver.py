@@ -64,10 +64,14 @@ class Driver:
                 self._changed.set()
 
     async def call(self, op: str, **arguments) -> dict:
+        return await self.request({"op": op, **arguments})
+
+    async def request(self, fields: dict) -> dict:
+        """Send `fields` as a request with the next id (even a malformed one) and return its response."""
         self._next_id += 1
         answer = asyncio.get_running_loop().create_future()
         self._pending[self._next_id] = answer
-        self.proc.stdin.write(json.dumps({"id": self._next_id, "op": op, **arguments}).encode() + b"\n")
+        self.proc.stdin.write(json.dumps({"id": self._next_id, **fields}).encode() + b"\n")
         await self.proc.stdin.drain()
         return await asyncio.wait_for(answer, WAIT + 10)
 
@@ -97,11 +101,9 @@ class Driver:
 
 @pytest_asyncio.fixture
 async def driver(driver_binary):
+    # stderr (the driver's log) goes to the test's own, so pytest shows it with a failure
     proc = await asyncio.create_subprocess_exec(
-        str(driver_binary),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+        str(driver_binary), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
     )
     d = Driver(proc)
     yield d
@@ -172,6 +174,8 @@ async def test_hello_names_nats_go_at_the_version_go_mod_requires(driver):
     assert set(hello["ops"]) == v1
     unknown = await driver.call("kv_put")
     assert unknown["error"]["kind"] == "unsupported"
+    malformed = await driver.request({"op": 3})
+    assert malformed["error"]["kind"] == "invalid"
 
 
 @pytest.mark.asyncio
@@ -372,3 +376,23 @@ async def test_misbehave_drop_deliveries_after_reset(driver, stream, embedded_se
     await publish(js, name, 2)
     await driver.settle(0.5)
     assert sequences(driver.deliveries("o")) == [(1, 1), (2, 2)]
+
+
+@pytest.mark.asyncio
+async def test_close_stops_the_sessions_consumptions_and_forgets_the_session(driver, stream, embedded_server):
+    """After close nothing more streams for its subs, and the session's name is unknown again (`invalid`)."""
+    js, name = stream
+    await pull_consumer(js, name, "C")
+    await connected(driver, embedded_server.url)
+    await driver.ok("consume", session="s", sub="c", stream=name, consumer="C", idle_heartbeat_s=HEARTBEAT,
+                    expires_s=None, max_messages=None)  # fmt: skip
+    await publish(js, name, 1)
+    await driver.until(lambda: len(driver.deliveries("c")) == 1)
+    await driver.ok("close", session="s")
+    await publish(js, name, 1)
+    await driver.settle(0.3)
+    assert len(driver.deliveries("c")) == 1 and driver.events("c") == []
+    after = await driver.call("fetch", session="s", stream=name, consumer="C", batch=1, expires_s=1.0,
+                              idle_heartbeat_s=None)  # fmt: skip
+    assert after["error"]["kind"] == "invalid"
+    assert (await driver.call("stop", sub="c"))["error"]["kind"] == "invalid"

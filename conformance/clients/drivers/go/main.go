@@ -44,8 +44,10 @@ var implementedOps = []string{
 // Output
 
 type driver struct {
-	out chan []byte
-	wg  sync.WaitGroup // requests in flight
+	out       chan []byte
+	outMu     sync.RWMutex // guards outClosed: client callbacks may still fire while the driver exits
+	outClosed bool
+	wg        sync.WaitGroup // requests in flight
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -69,7 +71,21 @@ func (d *driver) write(record any) {
 		log.Printf("cannot encode a record: %v", err)
 		return
 	}
-	d.out <- line
+	d.outMu.RLock()
+	defer d.outMu.RUnlock()
+	if !d.outClosed {
+		d.out <- line
+	}
+}
+
+// closeOutput ends the output: records written afterwards are dropped, the writer flushes and finishes.
+func (d *driver) closeOutput() {
+	d.outMu.Lock()
+	defer d.outMu.Unlock()
+	if !d.outClosed {
+		d.outClosed = true
+		close(d.out)
+	}
 }
 
 func (d *driver) writer(done chan<- struct{}) {
@@ -1007,7 +1023,7 @@ func main() {
 		for _, id := range ids {
 			d.closeSession(id)
 		}
-		close(d.out)
+		d.closeOutput()
 		<-written
 		os.Exit(0)
 	}
@@ -1021,7 +1037,12 @@ func main() {
 		}
 		var req request
 		if err := json.Unmarshal([]byte(line), &req); err != nil || req.ID == nil {
-			log.Printf("unreadable request line (%d bytes) ignored", len(line))
+			var only struct{ ID *int64 }
+			if json.Unmarshal([]byte(line), &only) == nil && only.ID != nil {
+				d.respond(*only.ID, nil, failure("invalid", "unreadable request: %v", err))
+			} else {
+				log.Printf("unreadable request line (%d bytes) ignored: it has no id to answer", len(line))
+			}
 			continue
 		}
 		if req.Op == "shutdown" {
