@@ -89,8 +89,12 @@ def default_steps(
     ]
 
 
+STEP_PROGRESS = "jetcheck: ["  # how a step's own progress lines start (certify's per-area lines)
+
+
 class Progress:
-    """One line per step: `[n/N] name ... done in 12.3 s`; live elapsed time and last output line on a TTY."""
+    """One line per step: `[n/N] name ... done in 12.3 s`; live elapsed time and last output line on a TTY, and
+    off a terminal the step's own progress lines (certify's `jetcheck: [n/N] area done ...`) as they come."""
 
     def __init__(self, total: int, stream: TextIO):
         self.total, self.stream = total, stream
@@ -101,13 +105,36 @@ class Progress:
     def start(self, index: int, name: str, log: Path | None = None) -> float:
         self._prefix = f"[{index}/{self.total}] {name:<8}"
         started = time.monotonic()
-        if self.live:
-            self._stop.clear()
-            self._thread = threading.Thread(target=self._refresh, args=(started, log), daemon=True)
-            self._thread.start()
-        else:
+        self._stop.clear()
+        if not self.live:
             print(f"{self._prefix} ...", file=self.stream, flush=True)
+        if log is not None or self.live:
+            work = self._refresh if self.live else self._relay
+            self._thread = threading.Thread(target=work, args=(started, log), daemon=True)
+            self._thread.start()
         return started
+
+    def _relay(self, _started: float, log: Path) -> None:
+        """Print the step's progress lines from its log as they are written, and the rest once it ends."""
+        offset = 0
+        while True:
+            stopping = self._stop.wait(0.5)
+            offset = self._print_progress(log, offset)
+            if stopping:
+                return
+
+    def _print_progress(self, log: Path, offset: int) -> int:
+        try:
+            with open(log, "rb") as fh:
+                fh.seek(offset)
+                text = fh.read()
+        except OSError:
+            return offset
+        complete = text[: text.rfind(b"\n") + 1]  # a line still being written waits for the next turn
+        for line in complete.decode("utf-8", "replace").splitlines():
+            if line.startswith(STEP_PROGRESS):
+                print(f"    {line}", file=self.stream, flush=True)
+        return offset + len(complete)
 
     def _refresh(self, started: float, log: Path | None) -> None:
         width = 100
@@ -122,7 +149,8 @@ class Progress:
             self._stop.set()
             self._thread.join()
             self._thread = None
-            self.stream.write("\r" + " " * 100 + "\r")
+            if self.live:
+                self.stream.write("\r" + " " * 100 + "\r")
         print(f"{self._prefix} {outcome} in {time.monotonic() - started:.1f} s", file=self.stream, flush=True)
 
 

@@ -11,7 +11,7 @@ import pytest
 from jetcheck.config import ConfigError
 from jetcheck.fixtures.target import Credentials
 from jetcheck.records import RESULTS_FILE
-from jetcheck.reports.runjob import EXIT_MUST_FAILED, EXIT_OK, EXIT_STEP_FAILED, Step, default_steps, main_job
+from jetcheck.reports.runjob import EXIT_MUST_FAILED, EXIT_OK, EXIT_STEP_FAILED, Progress, Step, default_steps, main_job
 
 WRITE_CERTIFY = (
     "import sys; from pathlib import Path; from jetcheck.reports.synthetic import *; "
@@ -116,3 +116,25 @@ def test_both_steps_create_under_one_run_prefix(tmp_path, monkeypatch):
     assert default_steps(tmp_path)[0].argv != certify.argv  # fresh for every run
     monkeypatch.setenv("JETCHECK_RUN_PREFIX", "vendor1")
     assert {step.argv[step.argv.index("--run-prefix") + 1] for step in default_steps(tmp_path)} == {"vendor1"}
+
+
+def test_off_a_terminal_run_relays_the_steps_progress_lines(tmp_path):
+    """Off a terminal `jetcheck run` passes on certify's per-area progress lines as the step writes them, and
+    nothing else of the step's output."""
+    stream = io.StringIO()
+    log = tmp_path / "certify.log"
+    log.write_text("")
+    progress = Progress(2, stream)
+    started = progress.start(1, "certify", log)
+    with open(log, "a") as fh:
+        fh.write("jetcheck: 26 checks in 2 areas\n....\njetcheck: [9/26] dedup done: 9 pass; 0 failing so far\n")
+        fh.write("jetcheck: [26/26] purge done: 17 pass; 0 failing so far\nresults: out/results.jsonl\n")
+    progress.finish(started, "done")
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "[1/2] certify  ..."
+    assert lines[1:3] == [
+        "    jetcheck: [9/26] dedup done: 9 pass; 0 failing so far",
+        "    jetcheck: [26/26] purge done: 17 pass; 0 failing so far",
+    ]
+    assert lines[3].startswith("[1/2] certify  done in ")
+    assert len(lines) == 4
