@@ -203,6 +203,10 @@ class ClientSession(Protocol):
         """One pull fetch on an existing pull consumer."""
         ...
 
+    async def object_store(self, bucket: str) -> ObjectStore:
+        """Create (or open) the object store `bucket` with the client's defaults."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -224,3 +228,63 @@ async def connected(client: ClientAdapter, url: str, credentials: Credentials) -
         yield session
     finally:
         await session.close()
+
+
+# --- object store (ADR-20) ---------------------------------------------------------------------------------------
+
+
+class ObjectNotFound(ClientError):
+    """The client said the object (or its bucket) does not exist: its own not-found error, or JS's null."""
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """An object's info as ADR-20 lays it out (the JSON of its info message), as the client returned it."""
+
+    name: str
+    bucket: str = ""
+    nuid: str = ""
+    size: int = 0
+    chunks: int = 0
+    digest: str = ""
+    deleted: bool = False
+    mtime: str | None = None
+    description: str = ""
+
+    @classmethod
+    def from_json(cls, info: Mapping[str, object]) -> ObjectInfo:
+        return cls(
+            name=str(info.get("name", "")),
+            bucket=str(info.get("bucket") or ""),
+            nuid=str(info.get("nuid") or ""),
+            size=int(info.get("size") or 0),
+            chunks=int(info.get("chunks") or 0),
+            digest=str(info.get("digest") or ""),
+            deleted=bool(info.get("deleted")),
+            mtime=str(info["mtime"]) if info.get("mtime") else None,
+            description=str(info.get("description") or ""),
+        )
+
+
+class ObjectStore(Protocol):
+    """One object store bucket through the client under test."""
+
+    async def put(self, name: str, data: bytes, *, chunk_size: int | None = None) -> ObjectInfo:
+        """Store `data` under `name` (with the object's own max chunk size when given); the info the client returned."""
+        ...
+
+    async def get(self, name: str) -> bytes:
+        """The object's bytes; ObjectNotFound when the client says there is none."""
+        ...
+
+    async def info(self, name: str, *, show_deleted: bool = False) -> ObjectInfo:
+        """The object's info (a deleted one's too when `show_deleted`, if the client can); ObjectNotFound if none."""
+        ...
+
+    async def list(self) -> list[ObjectInfo]:
+        """What the client's list call returns, with its default options."""
+        ...
+
+    async def delete(self, name: str) -> dict:
+        """Delete the object; ObjectNotFound when the client raised its not-found error, else what it returned."""
+        ...

@@ -37,6 +37,8 @@ from .base import (
     EventLog,
     FetchOutcome,
     Inbox,
+    ObjectInfo,
+    ObjectNotFound,
     StartPolicy,
     Unsupported,
 )
@@ -65,9 +67,12 @@ class DriverConnectionError(ClientError, ConnectionError):
 def error_for(op: str, error: dict) -> ClientError:
     kind = error.get("kind", "other")
     message = f"{op}: {kind}: {error.get('message', '')}"
-    cls = {"unsupported": Unsupported, "timeout": DriverTimeout, "connection": DriverConnectionError}.get(
-        kind, ClientError
-    )
+    cls = {
+        "unsupported": Unsupported,
+        "timeout": DriverTimeout,
+        "connection": DriverConnectionError,
+        "not_found": ObjectNotFound,
+    }.get(kind, ClientError)
     return cls(kind, message, error.get("code"), error.get("err_code"))
 
 
@@ -438,6 +443,11 @@ class DriverSession:
             event = ClientEvent(kind, str(error.get("detail", "")), asyncio.get_running_loop().time())
         return FetchOutcome(deliveries, event, float(answer.get("took_s", 0.0)))
 
+    async def object_store(self, bucket: str) -> DriverObjectStore:
+        store = DriverObjectStore(self, bucket)
+        await store.request("obj_create")
+        return store
+
     async def close(self) -> None:
         try:
             if not self.process.dead:
@@ -446,6 +456,34 @@ class DriverSession:
             for sub in self.subscriptions:
                 self.process.unroute("sub", sub.id)
             self.process.unroute("session", self.id)
+
+
+class DriverObjectStore:
+    """An object store bucket through the driver's `obj_*` ops (PROTOCOL.md "v2: object store")."""
+
+    def __init__(self, session: DriverSession, bucket: str) -> None:
+        self.session = session
+        self.bucket = bucket
+
+    async def request(self, op: str, **args) -> dict:
+        return await self.session.process.request(op, session=self.session.id, obj={"bucket": self.bucket, **args})
+
+    async def put(self, name: str, data: bytes, *, chunk_size: int | None = None) -> ObjectInfo:
+        data_b64 = base64.b64encode(data).decode()
+        answer = await self.request("obj_put", name=name, data_b64=data_b64, chunk_size=chunk_size)
+        return ObjectInfo.from_json(answer["info"])
+
+    async def get(self, name: str) -> bytes:
+        return base64.b64decode((await self.request("obj_get", name=name)).get("data_b64") or "")
+
+    async def info(self, name: str, *, show_deleted: bool = False) -> ObjectInfo:
+        return ObjectInfo.from_json((await self.request("obj_info", name=name, show_deleted=show_deleted))["info"])
+
+    async def list(self) -> list[ObjectInfo]:
+        return [ObjectInfo.from_json(i) for i in (await self.request("obj_list")).get("infos", [])]
+
+    async def delete(self, name: str) -> dict:
+        return await self.request("obj_delete", name=name)
 
 
 class DriverAdapter:

@@ -12,6 +12,7 @@ import nats.js.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import api
+from nats.js.object_store import ObjectStore as PyObjectStore
 
 from jetcheck.fixtures.target import Credentials, Target
 
@@ -24,6 +25,8 @@ from .base import (
     EventLog,
     FetchOutcome,
     Inbox,
+    ObjectInfo,
+    ObjectNotFound,
     StartPolicy,
     Unsupported,
 )
@@ -142,6 +145,9 @@ class NatsPySession:
         finally:
             await sub.unsubscribe()
 
+    async def object_store(self, bucket: str) -> NatsPyObjectStore:
+        return NatsPyObjectStore(await self.js.create_object_store(bucket))
+
     async def close(self) -> None:
         if self.nc is not None and not self.nc.is_closed:
             for sub in self.subscriptions:
@@ -166,3 +172,46 @@ class NatsPyAdapter:
             error_cb=session.on_error,
         )
         return session
+
+
+# --- object store ------------------------------------------------------------------------------------------------
+
+
+def object_info(info: api.ObjectInfo) -> ObjectInfo:
+    return ObjectInfo.from_json(info.as_dict())
+
+
+@contextlib.contextmanager
+def not_found_as_adapter_error():
+    """nats-py's ObjectNotFoundError (and NotFoundError for a missing bucket) as the adapter's ObjectNotFound."""
+    try:
+        yield
+    except nats.js.errors.NotFoundError as exc:
+        raise ObjectNotFound("not_found", f"{type(exc).__name__}: {exc}") from None
+
+
+class NatsPyObjectStore:
+    def __init__(self, store: PyObjectStore) -> None:
+        self.store = store
+
+    async def put(self, name: str, data: bytes, *, chunk_size: int | None = None) -> ObjectInfo:
+        meta = None
+        if chunk_size is not None:
+            meta = api.ObjectMeta(name=name, options=api.ObjectMetaOptions(max_chunk_size=chunk_size))
+        return object_info(await self.store.put(name, data, meta=meta))
+
+    async def get(self, name: str) -> bytes:
+        with not_found_as_adapter_error():
+            return (await self.store.get(name)).data or b""
+
+    async def info(self, name: str, *, show_deleted: bool = False) -> ObjectInfo:
+        with not_found_as_adapter_error():
+            return object_info(await self.store.get_info(name, show_deleted=show_deleted))
+
+    async def list(self) -> list[ObjectInfo]:
+        return [object_info(i) for i in await self.store.list()]
+
+    async def delete(self, name: str) -> dict:
+        with not_found_as_adapter_error():
+            result = await self.store.delete(name)  # annotated ObjectResult; nats-py 2.16 returns None
+        return {"result": repr(result)}

@@ -204,6 +204,7 @@ type request struct {
 	Start              *startPolicy       `json:"start"`
 	InactiveThresholdS *float64           `json:"inactive_threshold_s"`
 	Modes              []string           `json:"modes"`
+	Obj                json.RawMessage    `json:"obj"` // object store ops' arguments (objectstore.go)
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
@@ -239,6 +240,9 @@ func (d *driver) handle(req *request) (any, error) {
 		return d.stop(req.Sub)
 	case "misbehave":
 		return d.misbehave(req.Modes)
+	}
+	if isObjectOp(req.Op) {
+		return d.objectStore(req)
 	}
 	return nil, failure("unsupported", "op %q is not implemented by the nats.go driver (protocol v%d)", req.Op, protocolVersion)
 }
