@@ -11,13 +11,17 @@ import base64
 import hashlib
 import json
 
-import nats.js.errors
 import pytest
 import pytest_asyncio
-from nats.js.api import ObjectMeta
-from nats.js.object_store import ObjectStore
 
-from jetcheck.conformance.clients.base import ObjectNotFound, connected
+from jetcheck.conformance.clients.base import (
+    ClientError,
+    DigestMismatch,
+    ObjectExists,
+    ObjectNotFound,
+    Unsupported,
+    connected,
+)
 from jetcheck.conformance.jsapi import api, subject_messages
 from jetcheck.conformance.watching import watched, within
 
@@ -172,13 +176,18 @@ async def test_large_objects_are_split_into_chunks(client, store, nc, bucket):
 
 
 @pytest.mark.rule("objectstore.digest-verified")
-async def test_get_refuses_bytes_that_do_not_match_the_digest(obs, nc, bucket):
-    """When the stored digest does not match the chunks, get raises DigestMismatchError."""
-    await obs.put("o", sample(3000))
+async def test_get_refuses_bytes_that_do_not_match_the_digest(client, store, nc, bucket):
+    """When the stored digest does not match the chunks, get raises the client's digest-mismatch error."""
+    await store.put("o", sample(3000))
     info = (await stored_info(nc, bucket, "o"))[0]
     await write_info(nc, bucket, info | {"digest": digest_of(b"something else")})
-    with pytest.raises(nats.js.errors.DigestMismatchError):
-        await obs.get("o")
+    try:
+        got = await store.get("o")
+    except DigestMismatch:
+        return
+    except ClientError as exc:
+        pytest.fail(f"{who(client)} get of bytes that do not match the digest failed otherwise: {exc}")
+    pytest.fail(f"ADR-20: the digest is checked; {who(client)} get returned {len(got)} bytes that do not match it")
 
 
 # --- replace, delete, list ---------------------------------------------------------------------------------------
@@ -271,68 +280,71 @@ async def test_watch_updates_only_sends_only_later_changes(obs):
 
 
 @pytest.mark.rule("objectstore.update-meta")
-async def test_update_meta_changes_description_not_bytes(obs):
+async def test_update_meta_changes_description_not_bytes(client, store):
     """update_meta sets description and headers; bytes, size and digest stay; a deleted object refuses it."""
     data = sample(500)
-    await obs.put("o", data)
-    await obs.update_meta("o", ObjectMeta(name="o", description="annotated", headers={"X-A": ["1"]}))
-    info = await obs.get_info("o")
-    assert (info.description, info.headers, info.size, info.digest) == (
-        "annotated",
-        {"X-A": ["1"]},
-        500,
-        digest_of(data),
-    )
-    assert (await obs.get("o")).data == data
-    await obs.put("gone", b"x")
-    await obs.delete("gone")
-    with pytest.raises(nats.js.errors.NotFoundError):
-        await obs.update_meta("gone", ObjectMeta(name="gone", description="too late"))
+    await store.put("o", data)
+    await store.update_meta("o", new_name="o", description="annotated", headers={"X-A": ["1"]})
+    info = await store.info("o")
+    got = (info.description, dict(info.headers), info.size, info.digest)
+    expected = ("annotated", {"X-A": ["1"]}, 500, digest_of(data))
+    assert got == expected, f"after {who(client)} update_meta (description, headers, size, digest) are {got}"
+    assert await store.get("o") == data, f"{who(client)} update_meta changed the object's bytes"
+    await store.put("gone", b"x")
+    await store.delete("gone")
+    try:
+        await store.update_meta("gone", new_name="gone", description="too late")
+    except Unsupported as exc:
+        pytest.fail(f"update_meta is not implemented by {who(client)} ({exc}); ADR-20 UpdateMeta")
+    except ClientError:
+        return
+    pytest.fail(f"ADR-20: 'It is an error to update metadata for a deleted object'; {who(client)} accepted it")
 
 
 @pytest.mark.rule("objectstore.rename")
-async def test_update_meta_renames_to_a_free_name_only(obs):
+async def test_update_meta_renames_to_a_free_name_only(client, store):
     """Renaming to a name held by a live object is refused; to an unused name it moves the object."""
-    await obs.put("o", b"payload")
-    await obs.put("taken", b"other")
-    with pytest.raises(nats.js.errors.ObjectAlreadyExists):
-        await obs.update_meta("o", ObjectMeta(name="taken"))
-    assert (await obs.get("taken")).data == b"other"
+    await store.put("o", b"payload")
+    await store.put("taken", b"other")
+    with pytest.raises(ObjectExists):
+        await store.update_meta("o", new_name="taken")
+    assert await store.get("taken") == b"other", f"{who(client)}'s refused rename changed the object it named"
     try:
-        await obs.update_meta("o", ObjectMeta(name="moved"))
-    except nats.js.errors.ObjectAlreadyExists:
+        await store.update_meta("o", new_name="moved")
+    except ObjectExists as exc:
         pytest.fail(
-            "ADR-20 allows renaming through UpdateMeta; nats-py refused a rename to the unused name 'moved' "
-            "(its update_meta checks whether the old name, not the new one, is taken)"
+            f"ADR-20 allows renaming through UpdateMeta; {who(client)} refused a rename to the unused name 'moved' "
+            f"({exc}); nats-py's update_meta checks whether the old name, not the new one, is taken"
         )
-    assert (await obs.get("moved")).data == b"payload"
-    with pytest.raises(nats.js.errors.ObjectNotFoundError):
-        await obs.get("o")
+    assert await store.get("moved") == b"payload", f"{who(client)} renamed 'o' but 'moved' has other bytes"
+    refused, got = await not_found(store.get("o"))
+    assert refused, f"after {who(client)} renamed 'o' to 'moved', get('o') still returned {got!r}"
 
 
 @pytest.mark.rule("objectstore.link-get")
-async def test_get_of_a_link_returns_the_linked_object(obs, nc, bucket):
+async def test_get_of_a_link_returns_the_linked_object(client, store, nc, bucket):
     """A link's get returns the target's bytes; once the target is deleted the link is not found."""
-    target = await obs.put("target", b"linked bytes")
+    target = await store.put("target", b"linked bytes")
     link = {"name": "link", "bucket": bucket, "nuid": target.nuid + "L", "size": 0, "chunks": 0}
     await write_info(nc, bucket, link | {"options": {"link": {"bucket": bucket, "name": "target"}}})
-    assert (await obs.get("link")).data == b"linked bytes"
-    await obs.delete("target")
-    with pytest.raises(nats.js.errors.ObjectNotFoundError):
-        await obs.get("link")
+    got = await store.get("link")
+    assert got == b"linked bytes", f"{who(client)} get of a link returned {got!r}, not the linked object's bytes"
+    await store.delete("target")
+    refused, got = await not_found(store.get("link"))
+    assert refused, f"ADR-20: a link to a deleted object is not found; {who(client)} get returned {got!r}"
 
 
 @pytest.mark.rule("objectstore.add-link-rules")
-async def test_add_link_refuses_deleted_targets_and_links(obs):
+async def test_add_link_refuses_deleted_targets_and_links(client, store):
     """AddLink links to a live object, and refuses a deleted object or another link as the target."""
-    add_link = getattr(obs, "add_link", None)
-    if add_link is None:
-        pytest.fail(f"ADR-20 proposes AddLink as required API; nats-py's {ObjectStore.__qualname__} has no add_link")
-    target = await obs.put("target", b"x")
-    link = await add_link("link", target)
-    assert (await obs.get("link")).data == b"x"
-    with pytest.raises(nats.js.errors.Error):
-        await add_link("link-to-link", link)
-    await obs.delete("target")
-    with pytest.raises(nats.js.errors.Error):
-        await add_link("link-to-deleted", target)
+    await store.put("target", b"x")
+    try:
+        await store.add_link("link", "target")
+    except Unsupported as exc:
+        pytest.fail(f"ADR-20 proposes AddLink as required API; not implemented by {who(client)} ({exc})")
+    assert await store.get("link") == b"x", f"{who(client)}'s link does not return the target's bytes"
+    with pytest.raises(ClientError):
+        await store.add_link("link-to-link", "link")
+    await store.delete("target")
+    with pytest.raises(ClientError):
+        await store.add_link("link-to-deleted", "target")

@@ -237,6 +237,14 @@ class ObjectNotFound(ClientError):
     """The client said the object (or its bucket) does not exist: its own not-found error, or JS's null."""
 
 
+class ObjectExists(ClientError):
+    """The client refused a name because a live object holds it (a rename onto it)."""
+
+
+class DigestMismatch(ClientError):
+    """The client refused bytes that do not hash to the object's stored digest."""
+
+
 @dataclass(frozen=True)
 class ObjectInfo:
     """An object's info as ADR-20 lays it out (the JSON of its info message), as the client returned it."""
@@ -250,6 +258,7 @@ class ObjectInfo:
     deleted: bool = False
     mtime: str | None = None
     description: str = ""
+    headers: Mapping[str, list[str]] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, info: Mapping[str, object]) -> ObjectInfo:
@@ -263,6 +272,7 @@ class ObjectInfo:
             deleted=bool(info.get("deleted")),
             mtime=str(info["mtime"]) if info.get("mtime") else None,
             description=str(info.get("description") or ""),
+            headers=dict(info.get("headers") or {}),  # type: ignore[call-overload]
         )
 
 
@@ -287,4 +297,14 @@ class ObjectStore(Protocol):
 
     async def delete(self, name: str) -> dict:
         """Delete the object; ObjectNotFound when the client raised its not-found error, else what it returned."""
+        ...
+
+    async def update_meta(
+        self, name: str, *, new_name: str, description: str = "", headers: Mapping[str, list[str]] | None = None
+    ) -> None:
+        """Set the object's name (a rename when it differs), description and headers; ObjectExists when refused."""
+        ...
+
+    async def add_link(self, name: str, target: str) -> ObjectInfo:
+        """Link `name` to the object `target` of this bucket (as the client reads its info); Unsupported if none."""
         ...

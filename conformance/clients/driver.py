@@ -18,7 +18,7 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,10 +33,12 @@ from .base import (
     ClientError,
     ClientEvent,
     Delivery,
+    DigestMismatch,
     Documented,
     EventLog,
     FetchOutcome,
     Inbox,
+    ObjectExists,
     ObjectInfo,
     ObjectNotFound,
     StartPolicy,
@@ -72,6 +74,8 @@ def error_for(op: str, error: dict) -> ClientError:
         "timeout": DriverTimeout,
         "connection": DriverConnectionError,
         "not_found": ObjectNotFound,
+        "exists": ObjectExists,
+        "digest_mismatch": DigestMismatch,
     }.get(kind, ClientError)
     return cls(kind, message, error.get("code"), error.get("err_code"))
 
@@ -484,6 +488,15 @@ class DriverObjectStore:
 
     async def delete(self, name: str) -> dict:
         return await self.request("obj_delete", name=name)
+
+    async def update_meta(
+        self, name: str, *, new_name: str, description: str = "", headers: Mapping[str, list[str]] | None = None
+    ) -> None:
+        meta = {"name": new_name, "description": description, "headers": dict(headers or {})}
+        await self.request("obj_update_meta", name=name, meta=meta)
+
+    async def add_link(self, name: str, target: str) -> ObjectInfo:
+        return ObjectInfo.from_json((await self.request("obj_add_link", name=name, target=target))["info"])
 
 
 class DriverAdapter:

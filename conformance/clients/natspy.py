@@ -21,10 +21,12 @@ from .base import (
     SEQUENCE_MISMATCH,
     ClientEvent,
     Delivery,
+    DigestMismatch,
     Documented,
     EventLog,
     FetchOutcome,
     Inbox,
+    ObjectExists,
     ObjectInfo,
     ObjectNotFound,
     StartPolicy,
@@ -183,11 +185,16 @@ def object_info(info: api.ObjectInfo) -> ObjectInfo:
 
 @contextlib.contextmanager
 def not_found_as_adapter_error():
-    """nats-py's ObjectNotFoundError (and NotFoundError for a missing bucket) as the adapter's ObjectNotFound."""
+    """nats-py's object store errors as the adapter's: ObjectNotFoundError (and NotFoundError for a missing bucket),
+    ObjectAlreadyExists, DigestMismatchError."""
     try:
         yield
     except nats.js.errors.NotFoundError as exc:
         raise ObjectNotFound("not_found", f"{type(exc).__name__}: {exc}") from None
+    except nats.js.errors.ObjectAlreadyExists as exc:
+        raise ObjectExists("exists", f"{type(exc).__name__}: {exc}") from None
+    except nats.js.errors.DigestMismatchError as exc:
+        raise DigestMismatch("digest_mismatch", f"{type(exc).__name__}: {exc}") from None
 
 
 class NatsPyObjectStore:
@@ -215,3 +222,13 @@ class NatsPyObjectStore:
         with not_found_as_adapter_error():
             result = await self.store.delete(name)  # annotated ObjectResult; nats-py 2.16 returns None
         return {"result": repr(result)}
+
+    async def update_meta(
+        self, name: str, *, new_name: str, description: str = "", headers: dict[str, list[str]] | None = None
+    ) -> None:
+        meta = api.ObjectMeta(name=new_name, description=description or None, headers=headers or None)
+        with not_found_as_adapter_error():
+            await self.store.update_meta(name, meta)
+
+    async def add_link(self, name: str, target: str) -> ObjectInfo:
+        raise Unsupported("unsupported", f"nats-py {metadata.version('nats-py')}'s ObjectStore has no add_link")

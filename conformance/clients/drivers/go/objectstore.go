@@ -13,13 +13,15 @@ import (
 	"io"
 	"strings"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 const objectStoreTimeout = 30 * 1e9 // 30 s, as a time.Duration
 
 func init() {
-	implementedOps = append(implementedOps, "obj_create", "obj_put", "obj_get", "obj_info", "obj_list", "obj_delete")
+	implementedOps = append(implementedOps,
+		"obj_create", "obj_put", "obj_get", "obj_info", "obj_list", "obj_delete", "obj_update_meta", "obj_add_link")
 }
 
 type objectRequest struct {
@@ -28,13 +30,24 @@ type objectRequest struct {
 	DataB64     string  `json:"data_b64"`
 	ChunkSize   *uint32 `json:"chunk_size"`
 	ShowDeleted bool    `json:"show_deleted"`
+	Target      string  `json:"target"`
+	Meta        *struct {
+		Name        string              `json:"name"`
+		Description string              `json:"description"`
+		Headers     map[string][]string `json:"headers"`
+	} `json:"meta"`
 }
 
-// notFound keeps the client's own not-found error under the protocol's kind.
+// notFound keeps the client's own not-found (and already-exists, digest-mismatch) errors under the protocol's kinds.
 func notFound(err error) error {
-	if errors.Is(err, jetstream.ErrObjectNotFound) || errors.Is(err, jetstream.ErrBucketNotFound) ||
-		errors.Is(err, jetstream.ErrStreamNotFound) {
+	switch {
+	case errors.Is(err, jetstream.ErrObjectNotFound), errors.Is(err, jetstream.ErrBucketNotFound),
+		errors.Is(err, jetstream.ErrStreamNotFound):
 		return &apiFailure{Kind: "not_found", Message: describeObject(err)}
+	case errors.Is(err, jetstream.ErrObjectAlreadyExists):
+		return &apiFailure{Kind: "exists", Message: "jetstream.ErrObjectAlreadyExists: " + err.Error()}
+	case errors.Is(err, jetstream.ErrDigestMismatch):
+		return &apiFailure{Kind: "digest_mismatch", Message: "jetstream.ErrDigestMismatch: " + err.Error()}
 	}
 	return err
 }
@@ -118,6 +131,26 @@ func (d *driver) objectStore(req *request) (any, error) {
 		return map[string]any{"infos": infos}, nil
 	case "obj_delete":
 		return nil, notFound(store.Delete(ctx, args.Name))
+	case "obj_update_meta":
+		if args.Meta == nil {
+			return nil, failure("invalid", "obj_update_meta needs \"meta\"")
+		}
+		meta := jetstream.ObjectMeta{Name: args.Meta.Name, Description: args.Meta.Description}
+		if len(args.Meta.Headers) > 0 {
+			meta.Headers = nats.Header(args.Meta.Headers)
+		}
+		return nil, notFound(store.UpdateMeta(ctx, args.Name, meta))
+	case "obj_add_link":
+		// AddLink takes the target's info: read as the client reads it, a deleted one included.
+		target, err := store.GetInfo(ctx, args.Target, jetstream.GetObjectInfoShowDeleted())
+		if err != nil {
+			return nil, notFound(err)
+		}
+		info, err := store.AddLink(ctx, args.Name, target)
+		if err != nil {
+			return nil, notFound(err)
+		}
+		return map[string]any{"info": info}, nil
 	}
 	return nil, failure("unsupported", "op %q is not implemented by the nats.go driver", req.Op)
 }

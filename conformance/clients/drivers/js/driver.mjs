@@ -9,7 +9,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 
-import { NotFound, objectStoreHandlers } from "./objectstore.mjs";
+import { ObjectStoreError, objectStoreHandlers } from "./objectstore.mjs";
 
 import {
   AckPolicy,
@@ -99,7 +99,7 @@ function errorRecord(err) {
     return { kind: err.kind, message: err.message, code: null, err_code: null };
   }
   const message = `${err?.constructor?.name ?? "Error"}: ${err?.message ?? String(err)}`;
-  if (err instanceof NotFound) return { kind: "not_found", message, code: null, err_code: null };
+  if (err instanceof ObjectStoreError) return { kind: err.kind, message: err.message, code: null, err_code: null };
   if (err instanceof JetStreamApiError) {
     return { kind: "api", message, code: err.status ?? null, err_code: err.code ?? null };
   }

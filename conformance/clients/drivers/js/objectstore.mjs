@@ -2,11 +2,28 @@
 // obj_get, obj_info, obj_list, obj_delete. Arguments arrive under "obj"; infos leave as ADR-20 ObjectInfo JSON.
 
 import { Objm } from "@nats-io/obj";
+import { headers } from "@nats-io/transport-node";
 
-export class NotFound extends Error {
-  constructor(message) {
+export class ObjectStoreError extends Error {
+  constructor(message, kind = "not_found") {
     super(message);
-    this.kind = "not_found";
+    this.kind = kind;
+  }
+}
+
+// @nats-io/obj rejects with plain Errors: the ones the protocol has kinds for, by the client's own words.
+const KINDS = [
+  [/^an object already exists with that name/, "exists"],
+  [/digests do not match/, "digest_mismatch"],
+];
+
+async function classified(promise) {
+  try {
+    return await promise;
+  } catch (err) {
+    const found = KINDS.find(([pattern]) => pattern.test(err?.message ?? ""));
+    if (found) throw new ObjectStoreError(`${err.constructor?.name ?? "Error"}: ${err.message}`, found[1]);
+    throw err;
   }
 }
 
@@ -17,14 +34,15 @@ function infoJson(info) {
   const out = {};
   for (const key of INFO_FIELDS) {
     const value = info[key];
-    if (value !== undefined) out[key] = value;
+    // headers: an ObjectInfoImpl hands out a MsgHdrs, whose record is ADR-20's {name: [values]}
+    if (value !== undefined) out[key] = typeof value?.toRecord === "function" ? value.toRecord() : value;
   }
   return out;
 }
 
 // The JS client answers a missing object with null (get, info), not an error.
 function found(value, what) {
-  if (value === null || value === undefined) throw new NotFound(`the client returned null for ${what}`);
+  if (value === null || value === undefined) throw new ObjectStoreError(`the client returned null for ${what}`);
   return value;
 }
 
@@ -58,7 +76,7 @@ export function objectStoreHandlers(sessionOf, need) {
     async obj_get(req) {
       const { store, args } = await storeOf(req);
       const name = need(args, "name", "string");
-      const data = found(await store.getBlob(name), `getBlob(${JSON.stringify(name)})`);
+      const data = found(await classified(store.getBlob(name)), `getBlob(${JSON.stringify(name)})`);
       return { data_b64: Buffer.from(data).toString("base64") };
     },
 
@@ -79,6 +97,26 @@ export function objectStoreHandlers(sessionOf, need) {
       const { store, args } = await storeOf(req);
       const result = await store.delete(need(args, "name", "string"));
       return { purged: result.purged, success: result.success };
+    },
+
+    async obj_update_meta(req) {
+      const { store, args } = await storeOf(req);
+      const meta = need(args, "meta", "object");
+      const update = { name: meta.name, description: meta.description };
+      if (meta.headers && Object.keys(meta.headers).length) {
+        update.headers = headers();
+        for (const [key, values] of Object.entries(meta.headers)) for (const v of values) update.headers.append(key, v);
+      }
+      await classified(store.update(need(args, "name", "string"), update));
+      return {};
+    },
+
+    // link() takes the target's ObjectInfo: read as the client reads it (info() shows a deleted one too).
+    async obj_add_link(req) {
+      const { store, args } = await storeOf(req);
+      const target = need(args, "target", "string");
+      const info = found(await store.info(target), `info(${JSON.stringify(target)})`);
+      return { info: infoJson(await classified(store.link(need(args, "name", "string"), info))) };
     },
   };
 }
