@@ -32,6 +32,11 @@ PORTED = {
     "objectstore.delete": "test_deleted_object_is_not_found",
     "objectstore.delete-missing": "test_deleting_a_missing_object_is_an_error",
     "objectstore.list": "test_list_returns_live_objects",
+    "objectstore.digest-verified": "test_get_refuses_bytes_that_do_not_match_the_digest",
+    "objectstore.update-meta": "test_update_meta_changes_description_not_bytes",
+    "objectstore.rename": "test_update_meta_renames_to_a_free_name_only",
+    "objectstore.link-get": "test_get_of_a_link_returns_the_linked_object",
+    "objectstore.add-link-rules": "test_add_link_refuses_deleted_targets_and_links",
 }
 # What each client does against ADR-20 whatever the server does (README "Client findings"): a client release that
 # fixes one makes its rows fail until this is updated.
@@ -39,6 +44,8 @@ DEVIATIONS = {
     "nats-py": {
         "objectstore.mtime-not-stored",  # put stores the current time as mtime
         "objectstore.list",  # list() includes deleted objects by default
+        "objectstore.rename",  # update_meta refuses every rename
+        "objectstore.add-link-rules",  # ObjectStore has no add_link
     },
     "nats.js": {
         "objectstore.mtime-not-stored",  # putBlob stores the current time as mtime
@@ -47,22 +54,38 @@ DEVIATIONS = {
     },
     "nats.go": set(),
 }
-# breakers -> the rules they break for any client
+# breakers -> the rules they break for any client (a breaker also breaks the rules whose checks lean on what it
+# fakes: a fabricated info makes a free name look taken; a delete marker without `deleted` makes a deleted object live)
 BREAKS = {
     "": set(),
-    "obj-config,obj-fabricate-missing": {"objectstore.bucket-stream", "objectstore.delete-missing"},
+    "obj-config,obj-fabricate-missing": {
+        "objectstore.bucket-stream",
+        "objectstore.delete-missing",
+        "objectstore.rename",
+        "objectstore.add-link-rules",
+    },
     "obj-strip-rollup": {"objectstore.replace", "objectstore.delete"},
     "obj-strip-digest": {
         "objectstore.put-get",
         "objectstore.wire-layout",
         "objectstore.chunking",
         "objectstore.replace",
+        "objectstore.rename",
+        "objectstore.digest-verified",
+        "objectstore.update-meta",
+        "objectstore.link-get",
+        "objectstore.add-link-rules",
     },
     "obj-stamp-mtime,obj-strip-deleted": {
         "objectstore.mtime-not-stored",
         "objectstore.list",
         "objectstore.delete",
+        "objectstore.update-meta",
+        "objectstore.link-get",
+        "objectstore.add-link-rules",
     },
+    "obj-strip-link": {"objectstore.link-get", "objectstore.add-link-rules"},
+    "obj-keep-renamed": {"objectstore.rename"},
 }
 
 
