@@ -164,6 +164,9 @@ class NatsPyAdapter:
     def __init__(self) -> None:
         self.version = metadata.version("nats-py")
 
+    def __repr__(self) -> str:  # shown in a failing check's arguments: the client, not an object address
+        return f"NatsPyAdapter(nats-py {self.version})"
+
     async def connect(self, url: str, credentials: Credentials, *, reconnect_wait: float = 0.1) -> NatsPySession:
         session = NatsPySession()
         session.nc = await Target(url=url, credentials=credentials).connect(
