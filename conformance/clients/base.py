@@ -181,8 +181,18 @@ class ClientSession(Protocol):
         """An ordered consumer (ADR-17) on `subject` of `stream`, delivering into its inbox."""
         ...
 
-    async def push(self, stream: str, subject: str, *, idle_heartbeat: float) -> Subscription:
-        """A plain push consumer with idle heartbeats (the client's continuous consumption)."""
+    async def push(
+        self,
+        stream: str,
+        subject: str,
+        *,
+        idle_heartbeat: float | None,
+        durable: str | None = None,
+        queue: str | None = None,
+        inactive_threshold: float | None = None,
+    ) -> Subscription:
+        """A push consumer with idle heartbeats (the client's continuous consumption): ephemeral, or durable `durable`
+        (bound as it is when it exists), shared by queue group `queue` (its deliver_group) when given."""
         ...
 
     async def consume(

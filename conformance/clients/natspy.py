@@ -115,9 +115,26 @@ class NatsPySession:
             inactive_threshold=inactive_threshold,
         )
 
-    async def push(self, stream: str, subject: str, *, idle_heartbeat: float) -> NatsPySubscription:
+    async def push(
+        self,
+        stream: str,
+        subject: str,
+        *,
+        idle_heartbeat: float | None,
+        durable: str | None = None,
+        queue: str | None = None,
+        inactive_threshold: float | None = None,
+    ) -> NatsPySubscription:
         config = api.ConsumerConfig(ack_policy=api.AckPolicy.NONE)
-        return await self._subscribe(stream, subject, config=config, idle_heartbeat=idle_heartbeat)
+        return await self._subscribe(
+            stream,
+            subject,
+            config=config,
+            idle_heartbeat=idle_heartbeat,
+            durable=durable,
+            queue=queue,
+            inactive_threshold=inactive_threshold,
+        )
 
     async def consume(self, stream: str, consumer: str, **options) -> NatsPySubscription:
         raise Unsupported("unsupported", f"nats-py {metadata.version('nats-py')} has no continuous pull consumption")
