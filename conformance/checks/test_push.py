@@ -1,17 +1,16 @@
 """Push consumers: durable, ephemeral, and shared by a queue group. The client rules go through the client adapter
-(--client); the durable-resumes server rule and queue-group-enforced (nats-py's subscribe(queue=) checks) still
-use nats-py directly."""
+(--client); the durable-resumes server rule uses the suite's own nats-py connection."""
 
 from __future__ import annotations
 
 import asyncio
 
 import nats.errors
-import nats.js.errors
 import pytest
 
-from jetcheck.conformance.clients.base import Unsupported, connected
+from jetcheck.conformance.clients.base import ClientError, Unsupported, connected
 from jetcheck.conformance.jsapi import ApiError, api, eventually
+from jetcheck.conformance.plugin import na
 
 pytestmark = pytest.mark.asyncio
 
@@ -164,18 +163,28 @@ async def test_queue_group_members_share_the_messages(client, target, js, nc, ma
 
 
 @pytest.mark.rule("push.queue-group-enforced")
-async def test_subscriptions_must_match_the_consumers_deliver_group(js, make_stream, names):
-    """A plain subscription to a grouped consumer, and a queue one to an ungrouped one, are refused."""
+async def test_subscriptions_must_match_the_consumers_deliver_group(client, target, make_stream, names, observe):
+    """Binding a grouped consumer without its queue, and an ungrouped one with a queue, are refused."""
+    if client.documented.push_queue == "consumer":
+        na(
+            f"{who(client)} takes a push consumer's queue from its deliver_group when it binds it (the application "
+            "names none), so a subscription that does not match the consumer's group cannot be asked for"
+        )
     stream = await make_stream()
-    subject, queue = stream.subject("a"), names.consumer()
-    member = await js.subscribe(subject, queue=queue)
-    try:
-        with pytest.raises(nats.js.errors.Error, match="deliver group"):
-            await js.subscribe(subject, durable=queue)
-        ungrouped = names.consumer()
-        plain = await js.subscribe(subject, durable=ungrouped)
-        await plain.unsubscribe()
-        with pytest.raises(nats.js.errors.Error, match="without a deliver group"):
-            await js.subscribe(subject, queue=ungrouped)
-    finally:
-        await member.unsubscribe()
+    subject, queue, ungrouped = stream.subject("a"), names.consumer(), names.consumer()
+    async with connected(client, target.url, target.credentials) as s:
+        await client_push(client, s, stream.name, subject, durable=queue, queue=queue)
+        await client_push(client, s, stream.name, subject, durable=ungrouped)
+        accepted, refusals = [], []
+        for durable, wanted in ((queue, None), (ungrouped, queue)):
+            try:
+                await s.push(stream.name, subject, idle_heartbeat=None, durable=durable, queue=wanted)
+            except ClientError as exc:
+                refusals.append(str(exc))
+                continue
+            accepted.append(f"{durable} (deliver_group {durable if durable == queue else None}) with queue {wanted}")
+        observe("refusals", refusals)
+        assert not accepted, (
+            f"{who(client)} documents that a push subscription must match its consumer's deliver_group, "
+            f"yet accepted: {'; '.join(accepted)}"
+        )
