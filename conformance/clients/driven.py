@@ -47,7 +47,7 @@ JS_DOCUMENTED = Documented(
         "num_replicas": 1,
         "inactive_threshold": 300 * NS,
     },
-    consumes="pull",  # consume() on a pull consumer; the client has no push consumption API
+    consumes="pull",  # consume() on a pull consumer (push consumers: getPushConsumer(), bound to existing ones)
     # jetstream lib/pushconsumer.js consume(): subscribes with the consumer info's deliver_group as its queue.
     push_queue="consumer",
 )
