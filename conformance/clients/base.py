@@ -68,6 +68,10 @@ class Documented:
     # start and filter; a push one also gets the idle heartbeat. A key left out is not checked.
     ordered_config: Mapping[str, object] = field(default_factory=dict)
     consumes: str = "push"  # how it consumes continuously: "push" (session.push) or "pull" (session.consume)
+    # How a push consumer's queue group is chosen when the client binds one: "argument" (the application names the
+    # queue, and a mismatch with the consumer's deliver_group is refused) or "consumer" (the client always takes the
+    # consumer's own deliver_group: no mismatch can be asked for).
+    push_queue: str = "argument"
 
     def idle_heartbeat(self, wanted: float) -> float:
         """The idle heartbeat a check asks for: `wanted`, raised to the smallest the client documents it accepts."""
@@ -181,8 +185,18 @@ class ClientSession(Protocol):
         """An ordered consumer (ADR-17) on `subject` of `stream`, delivering into its inbox."""
         ...
 
-    async def push(self, stream: str, subject: str, *, idle_heartbeat: float) -> Subscription:
-        """A plain push consumer with idle heartbeats (the client's continuous consumption)."""
+    async def push(
+        self,
+        stream: str,
+        subject: str,
+        *,
+        idle_heartbeat: float | None,
+        durable: str | None = None,
+        queue: str | None = None,
+        inactive_threshold: float | None = None,
+    ) -> Subscription:
+        """A push consumer with idle heartbeats (the client's continuous consumption): ephemeral, or durable `durable`
+        (bound as it is when it exists), shared by queue group `queue` (its deliver_group) when given."""
         ...
 
     async def consume(

@@ -401,8 +401,26 @@ class DriverSession:
             inactive_threshold_s=inactive_threshold,
         )
 
-    async def push(self, stream: str, subject: str, *, idle_heartbeat: float) -> DriverSubscription:
-        return await self._subscribe("push", "p", stream=stream, subject=subject, idle_heartbeat_s=idle_heartbeat)
+    async def push(
+        self,
+        stream: str,
+        subject: str,
+        *,
+        idle_heartbeat: float | None,
+        durable: str | None = None,
+        queue: str | None = None,
+        inactive_threshold: float | None = None,
+    ) -> DriverSubscription:
+        return await self._subscribe(
+            "push",
+            "p",
+            stream=stream,
+            subject=subject,
+            idle_heartbeat_s=idle_heartbeat,
+            durable=durable,
+            queue=queue,
+            inactive_threshold_s=inactive_threshold,
+        )
 
     async def consume(
         self,

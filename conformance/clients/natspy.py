@@ -18,6 +18,7 @@ from jetcheck.fixtures.target import Credentials, Target
 from .base import (
     ERROR,
     SEQUENCE_MISMATCH,
+    ClientError,
     ClientEvent,
     Delivery,
     Documented,
@@ -115,9 +116,31 @@ class NatsPySession:
             inactive_threshold=inactive_threshold,
         )
 
-    async def push(self, stream: str, subject: str, *, idle_heartbeat: float) -> NatsPySubscription:
+    async def push(
+        self,
+        stream: str,
+        subject: str,
+        *,
+        idle_heartbeat: float | None,
+        durable: str | None = None,
+        queue: str | None = None,
+        inactive_threshold: float | None = None,
+    ) -> NatsPySubscription:
         config = api.ConsumerConfig(ack_policy=api.AckPolicy.NONE)
-        return await self._subscribe(stream, subject, config=config, idle_heartbeat=idle_heartbeat)
+        try:
+            return await self._subscribe(
+                stream,
+                subject,
+                config=config,
+                idle_heartbeat=idle_heartbeat,
+                durable=durable,
+                queue=queue,
+                inactive_threshold=inactive_threshold,
+            )
+        except nats.js.errors.APIError as exc:
+            raise ClientError("api", f"{type(exc).__name__}: {exc}", exc.code, exc.err_code) from exc
+        except nats.js.errors.Error as exc:  # the client's own refusal, e.g. a deliver group mismatch
+            raise ClientError("invalid", f"{type(exc).__name__}: {exc}") from exc
 
     async def consume(self, stream: str, consumer: str, **options) -> NatsPySubscription:
         raise Unsupported("unsupported", f"nats-py {metadata.version('nats-py')} has no continuous pull consumption")

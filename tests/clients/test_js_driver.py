@@ -287,3 +287,20 @@ async def test_misbehave_drops_deliveries_after_a_reset(driver, embedded_server,
     await js.publish(f"{stream}.marker", b"after")
     await driver.wait_for(lambda: driver.deliveries("w"))
     assert [d["stream_seq"] for d in driver.deliveries("o1")] == first
+
+
+@pytest.mark.asyncio
+async def test_a_durable_queue_push_consumer_is_created_once_and_shared(driver, embedded_server, js, stream):
+    """`push` with durable and queue creates the grouped consumer; a second member binds it as it is (same deliver
+    subject) and the two share the messages."""
+    await connect(driver, embedded_server.url)
+    for sub in ("m1", "m2"):
+        await driver.result("push", session="s1", sub=sub, stream=stream, subject=f"{stream}.>",
+                            idle_heartbeat_s=None, durable="Q", queue="Q", inactive_threshold_s=None)  # fmt: skip
+        if sub == "m1":
+            first = (await js.consumer_info(stream, "Q")).config
+    config = (await js.consumer_info(stream, "Q")).config
+    assert (config.deliver_group, config.deliver_subject) == ("Q", first.deliver_subject)
+    seqs = await publish(js, stream, 10)
+    await driver.wait_for(lambda: len(driver.deliveries("m1")) + len(driver.deliveries("m2")) == 10)
+    assert sorted(d["stream_seq"] for sub in ("m1", "m2") for d in driver.deliveries(sub)) == seqs

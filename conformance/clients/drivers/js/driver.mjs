@@ -345,6 +345,17 @@ function readSecret(path) {
   }
 }
 
+// A durable push consumer that exists is bound as it is (a second queue member must not move its deliver subject).
+async function existingDurable(jsm, stream, durable) {
+  if (!durable) return null;
+  try {
+    return await jsm.consumers.info(stream, durable);
+  } catch (err) {
+    if (err instanceof JetStreamApiError && err.code === 10014) return null; // consumer not found
+    throw err;
+  }
+}
+
 const handlers = {
   async hello() {
     return {
@@ -431,10 +442,15 @@ const handlers = {
     if (req.idle_heartbeat_s !== null && req.idle_heartbeat_s !== undefined) {
       config.idle_heartbeat = nanos(ms(req.idle_heartbeat_s));
     }
+    if (req.durable) config.durable_name = need(req, "durable", "string");
+    if (req.queue) config.deliver_group = need(req, "queue", "string");
+    if (req.inactive_threshold_s !== null && req.inactive_threshold_s !== undefined) {
+      config.inactive_threshold = nanos(ms(req.inactive_threshold_s));
+    }
     const sub = newSub(req, session);
     try {
       const jsm = await session.manager();
-      const info = await jsm.consumers.add(stream, config);
+      const info = (await existingDurable(jsm, stream, req.durable)) ?? (await jsm.consumers.add(stream, config));
       const consumer = await session.js.consumers.getPushConsumer(stream, info.name);
       follow(sub, await consumer.consume(), false);
       // The client watches the consumer's own idle_heartbeat as configured (it raises no push heartbeat).
