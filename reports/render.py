@@ -20,11 +20,13 @@ from typing import Any
 import jinja2
 import pandas as pd
 
+from jetcheck.records import STATUSES
 from jetcheck.reports import charts
 from jetcheck.reports.compare import Comparison
 from jetcheck.reports.conformance_report import FAILED, ConformanceTables, redact_text
+from jetcheck.reports.conformance_report import _version_key as version_key
 from jetcheck.reports.load_report import LoadTables
-from jetcheck.verdict import HEADLINES, overall_outcome
+from jetcheck.verdict import HEADLINES, overall_outcome, worst_status
 
 # (column of LoadTables.latency, header, quantile: a percentile needs at least 1/(1-q) samples to mean anything)
 LATENCY_COLUMNS = (
@@ -382,6 +384,47 @@ def _failures(content: ReportContent, several: bool) -> list[dict[str, Any]]:
     return failures
 
 
+def _clients(content: ReportContent) -> list[dict[str, Any]]:
+    """With several clients, one entry per client (name and exact version): its client-rule counts, and each
+    failing client rule once per message with the server versions it was seen on."""
+    results = content.conformance.results
+    names = sorted({c for c in results["client"] if c})
+    if len(names) < 2:
+        return []
+    own = results[results["subject"] == "client"]
+    sections = []
+    for name in names:
+        mine = own[own["client"] == name]
+        counts = mine["status"].value_counts()
+        failing = mine[mine["status"].isin(FAILED)].sort_values(["level", "id"], key=_must_first)
+        rules = []
+        for (rule, message), group in failing.groupby(["id", "message"], sort=False):
+            first = group.iloc[0]
+            rules.append(
+                {
+                    "id": rule,
+                    "level": first["level"],
+                    "status": worst_status(list(group["status"])),
+                    "title": first["title"],
+                    "message": message,
+                    "servers": ", ".join(sorted(set(group["server_version"]), key=version_key)),
+                }
+            )
+        sections.append(
+            {
+                "name": name,
+                "counts": ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts.get(s)) or "no client rules ran",
+                "failing": rules,
+                "failing_rules": failing["id"].nunique(),
+            }
+        )
+    return sections
+
+
+def _must_first(column: pd.Series) -> pd.Series:
+    return (column != "MUST").astype(int) if column.name == "level" else column
+
+
 def _observed(text: str) -> str:
     """The observed values of a check, indented for reading (they arrive as one line of JSON)."""
     if not text:
@@ -586,6 +629,7 @@ def document(content: ReportContent) -> dict[str, Any]:
         "areas_chart": charts.conformance_bars(conformance.summary) if has_results else "",
         "failures": _failures(content, several),
         "not_applicable": _not_applicable(content, several),
+        "clients": _clients(content) if has_results else [],
         "matrix": frame_table("matrix", conformance.matrix, {"id": "rule"})
         if len(conformance.matrix.columns) > 4
         else None,

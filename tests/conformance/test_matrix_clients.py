@@ -63,3 +63,12 @@ def test_two_clients_on_one_version_write_both_result_sets_and_the_report_shows_
     summary = (report / "summary.md").read_text()
     for client in ("nats-py", "nats.js"):
         assert f"### {client} " in summary, summary
+
+
+@pytest.mark.parametrize("option", ["--clients", "--versions", "--out"])
+def test_an_option_given_only_the_remainder_marker_is_one_line_and_exit_2(option, tmp_path, capsys):
+    """`--clients=--` reaches matrix as a list (argparse's remainder), which must be refused, not a traceback."""
+    argv = ["matrix", "--versions", "2.12.8", "--out", str(tmp_path / "m"), f"{option}=--"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err == f"jetcheck: {option}: expected a value, not --\n"
