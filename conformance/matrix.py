@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -99,10 +100,18 @@ def is_measurement(key: str) -> bool:
     return key.endswith("_s") or key.startswith("measured_")
 
 
+# Names a run generates inside observed text: the default run prefix (jc + 6 hex) and NATS nuids (22 base62)
+GENERATED_NAME = re.compile(r"\bjc[0-9a-f]{6}(?=_)|(?<![0-9A-Za-z])[0-9A-Za-z]{22}(?![0-9A-Za-z])")
+
+
 def behaviour(value: Any) -> Any:
-    """An observed value without its measurements, also inside nested observations."""
+    """An observed value without its measurements and generated names, also inside nested observations."""
     if isinstance(value, dict):
         return {k: behaviour(v) for k, v in value.items() if not is_measurement(k)}
+    if isinstance(value, list):
+        return [behaviour(v) for v in value]
+    if isinstance(value, str):
+        return GENERATED_NAME.sub("<name>", value)
     return value
 
 
@@ -125,26 +134,34 @@ def differences(by_version: dict[str, list[CheckResult]]) -> list[str]:
     return lines
 
 
+NOT_RUN = ("skip", "-")  # a client the check cannot drive yet, or a rule its run did not reach: nothing to compare
+
+
 def client_differences(by_run: dict[tuple[str, str], list[CheckResult]]) -> list[str]:
-    """Rules whose status is not the same for every client, one line each. Keyed by (server version, client). A
-    rule whose statuses differ between clients but, client by client, not between versions is a client finding.
-    Observed values are not compared here: each client's driver reports its own shape of them."""
+    """Rules whose status is not the same for every client that ran them, one line each; then one line naming the
+    rules some client did not run. Keyed by (server version, client). A rule whose statuses differ between clients
+    but, client by client, not between versions is a client finding. Observed values are not compared here: each
+    client's driver reports its own shape of them."""
     statuses = {run: rule_status(results) for run, results in by_run.items()}
     versions = list(dict.fromkeys(version for version, _ in by_run))
     names = list(dict.fromkeys(client for _, client in by_run))
-    lines = []
+    lines, not_run = [], set()
     for rule in sorted({r for s in statuses.values() for r in s}):
-        cell = {run: statuses[run].get(rule, "-") for run in by_run}
-        per_version = [{c: cell.get((v, c), "-") for c in names} for v in versions]
-        if all(len(set(row.values())) == 1 for row in per_version):
+        per_version = [{c: statuses.get((v, c), {}).get(rule, "-") for c in names} for v in versions]
+        if any(s in NOT_RUN for row in per_version for s in row.values()):
+            not_run.add(rule)
+        if all(len(set(row.values()) - set(NOT_RUN)) < 2 for row in per_version):
             continue
         if all(row == per_version[0] for row in per_version):
-            where = "on every version: a client finding" if len(versions) > 1 else f"on {versions[0]}: a client finding"
-            lines.append(f"{rule}: " + ", ".join(f"{c} {s}" for c, s in per_version[0].items()) + f" ({where})")
+            where = "every version" if len(versions) > 1 else versions[0]
+            lines.append(f"{rule}: " + ", ".join(f"{c} {s}" for c, s in per_version[0].items()) + f" (on {where}: a "
+                         "client finding)")  # fmt: skip
             continue
         for version, row in zip(versions, per_version, strict=True):
-            if len(set(row.values())) > 1:
+            if len(set(row.values()) - set(NOT_RUN)) > 1:
                 lines.append(f"{rule}: {version}: " + ", ".join(f"{c} {s}" for c, s in row.items()))
+    if not_run:
+        lines.append(f"not compared where a client skipped them or did not run them: {len(not_run)} rules")
     return lines
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from jetcheck import cli
-from jetcheck.conformance.matrix import client_differences
+from jetcheck.conformance.matrix import client_differences, differences
 from jetcheck.records import RESULTS_FILE, CheckResult
 
 
@@ -25,14 +25,30 @@ def test_a_rule_that_differs_only_between_clients_is_a_client_finding():
         ("2.15.1", "nats-py"): [_result("heartbeat.a", "pass", "2.15.1", "nats-py"),
                                 _result("purge.b", "pass", "2.15.1", "nats-py")],
         ("2.12.8", "nats.js"): [_result("heartbeat.a", "fail", "2.12.8", "nats.js"),
-                                _result("purge.b", "pass", "2.12.8", "nats.js")],
+                                _result("purge.b", "pass", "2.12.8", "nats.js"),
+                                _result("kv.c", "skip", "2.12.8", "nats.js")],
         ("2.15.1", "nats.js"): [_result("heartbeat.a", "fail", "2.15.1", "nats.js"),
-                                _result("purge.b", "pass", "2.15.1", "nats.js")],
+                                _result("purge.b", "pass", "2.15.1", "nats.js"),
+                                _result("kv.c", "skip", "2.15.1", "nats.js")],
     }  # fmt: skip
+    for version in ("2.12.8", "2.15.1"):
+        runs[(version, "nats-py")].append(_result("kv.c", "fail", version, "nats-py"))
     assert client_differences(runs) == [
         "heartbeat.a: nats-py pass, nats.js fail (on every version: a client finding)",
         "purge.b: 2.12.8: nats-py fail, nats.js pass",
+        "not compared where a client skipped them or did not run them: 1 rules",
     ]
+
+
+def test_names_a_run_generates_are_no_difference_between_versions():
+    """Consumer names (nuids) and the run prefix in a driver's reports change every run, not with the version."""
+
+    def reported(version: str, prefix: str, nuid: str) -> CheckResult:
+        observed = {"client_reports": [f'error: consumer_not_found {{"name":"{nuid}_1","stream":"{prefix}_S307"}}']}
+        return CheckResult(**{**_result("ordered.x", "pass", version, "nats.js").__dict__, "observed": observed})
+
+    assert differences({"2.12.8": [reported("2.12.8", "jc396fca", "U2Xq671orwf3T8BF3DWO5J")],
+                        "2.15.1": [reported("2.15.1", "jc8eda4c", "ptSKnFfPrN5zPv2OQuhYfJ")]}) == []  # fmt: skip
 
 
 @pytest.mark.parametrize("value", ["nats-rs", "nats-py,,", "nats-py,nats-py", "", "nats.js@x"])
