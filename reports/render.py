@@ -385,8 +385,9 @@ def _failures(content: ReportContent, several: bool) -> list[dict[str, Any]]:
 
 
 def _clients(content: ReportContent) -> list[dict[str, Any]]:
-    """With several clients, one entry per client (name and exact version): its client-rule counts, and each
-    failing client rule once per message with the server versions it was seen on."""
+    """With several clients, one entry per client (name and exact version): its client rules counted by their worst
+    status over the server versions, and each failing client rule once, with the server versions it failed on and
+    the message of the newest (every result set's own message is in the failures table)."""
     results = content.conformance.results
     names = sorted({c for c in results["client"] if c})
     if len(names) < 2:
@@ -395,34 +396,35 @@ def _clients(content: ReportContent) -> list[dict[str, Any]]:
     sections = []
     for name in names:
         mine = own[own["client"] == name]
-        counts = mine["status"].value_counts()
-        failing = mine[mine["status"].isin(FAILED)].sort_values(["level", "id"], key=_must_first)
+        worst = mine.groupby("id")["status"].agg(worst_status)
+        counts = worst.value_counts()
+        failing = mine[mine["status"].isin(FAILED)]
+        failing = failing.assign(_newest=failing["server_version"].map(version_key)).sort_values(
+            ["_newest"], ascending=False
+        )
         rules = []
-        for (rule, message), group in failing.groupby(["id", "message"], sort=False):
-            first = group.iloc[0]
+        for rule, group in failing.groupby("id", sort=False):
+            newest = group.iloc[0]
             rules.append(
                 {
                     "id": rule,
-                    "level": first["level"],
+                    "level": newest["level"],
                     "status": worst_status(list(group["status"])),
-                    "title": first["title"],
-                    "message": message,
+                    "title": newest["title"],
+                    "message": newest["message"],
                     "servers": ", ".join(sorted(set(group["server_version"]), key=version_key)),
                 }
             )
+        rules.sort(key=lambda r: (r["level"] != "MUST", r["id"]))
         sections.append(
             {
                 "name": name,
-                "counts": ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts.get(s)) or "no client rules ran",
+                "counts": ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts.get(s)) or "none ran",
                 "failing": rules,
-                "failing_rules": failing["id"].nunique(),
+                "failing_rules": len(rules),
             }
         )
     return sections
-
-
-def _must_first(column: pd.Series) -> pd.Series:
-    return (column != "MUST").astype(int) if column.name == "level" else column
 
 
 def _observed(text: str) -> str:
