@@ -42,10 +42,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def validate(args: argparse.Namespace) -> dict[str, list[str]]:
     """Each version's certify arguments, checked before the first certify: every version X.Y.Z, none twice, each
     reachable (the wheel, or the system's server for older ones); --out a folder."""
-    for option in ("versions", "clients", "out"):
-        # argparse (3.11) hands `--versions=--` over as [] because of the trailing `--` remainder
-        if not isinstance(getattr(args, option), str):
-            raise ConfigError(f"--{option}: expected a value, not --")
     versions = [v.strip() for v in args.versions.split(",") if v.strip()]
     if not versions:
         raise ConfigError(f"--versions: expected comma-separated X.Y.Z versions, not {args.versions!r}")

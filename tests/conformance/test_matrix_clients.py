@@ -81,10 +81,16 @@ def test_two_clients_on_one_version_write_both_result_sets_and_the_report_shows_
         assert f"### {client} " in summary, summary
 
 
-@pytest.mark.parametrize("option", ["--clients", "--versions", "--out"])
-def test_an_option_given_only_the_remainder_marker_is_one_line_and_exit_2(option, tmp_path, capsys):
-    """`--clients=--` reaches matrix as a list (argparse's remainder), which must be refused, not a traceback."""
-    argv = ["matrix", "--versions", "2.12.8", "--out", str(tmp_path / "m"), f"{option}=--"]
+@pytest.mark.parametrize(
+    ("command", "option"),
+    [("matrix", "--clients"), ("matrix", "--versions"), ("matrix", "--out"), ("certify", "--out"),
+     ("certify", "--server")],
+)  # fmt: skip
+def test_an_option_given_only_the_remainder_marker_is_one_line_and_exit_2(command, option, tmp_path, capsys):
+    """`--out=--` reaches a command that ends in a `--` remainder as a list (argparse), which must be refused, not a
+    traceback, and not a run into a folder named `[]`."""
+    given = ["--versions", "2.12.8", "--out", str(tmp_path / "m")] if command == "matrix" else []
+    argv = [command, *given, f"{option}=--"]
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
     assert err == f"jetcheck: {option}: expected a value, not --\n"
