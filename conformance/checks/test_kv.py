@@ -2,7 +2,7 @@
 
 Checks named `wire` drive the server through the documented protocol (publishes with headers, raw API requests) on
 a bucket stream created exactly as ADR-8 lists it; checks named `client` exercise the KV API of the client under
-test (the `client` fixture, any adapter); the watch and status checks still call nats-py directly and are skipped
+test (the `client` fixture, any adapter); the watch checks still call nats-py directly and are skipped
 for other clients until they are ported.
 """
 
@@ -69,7 +69,7 @@ def bucket(names):
 
 
 async def _client_kv(js, bucket: str, **config):
-    """nats-py's bucket, for the watch and status checks not yet ported to the client adapter."""
+    """nats-py's bucket, for the watch checks not yet ported to the client adapter."""
     return await js.create_key_value(bucket=bucket, **config)
 
 
@@ -461,11 +461,12 @@ async def test_watch_updates_only_sends_only_later_changes(js, bucket):
 
 
 @pytest.mark.rule("kv.status")
-async def test_status_reports_bucket_values_history_and_ttl(js, bucket):
+async def test_status_reports_bucket_values_history_and_ttl(client, target, bucket):
     """status() gives the bucket name, the message count with history, the history and the TTL."""
-    kv = await _client_kv(js, bucket, history=3, ttl=60)
-    for value in (b"1", b"2"):
-        await kv.put("a", value)
-    await kv.put("b", b"x")
-    status = await kv.status()
-    assert (status.bucket, status.values, status.history, status.ttl) == (bucket, 3, 3, 60)
+    async with client_kv(client, target, bucket, history=3, ttl=60) as kv:
+        for value in (b"1", b"2"):
+            await kv.put("a", value)
+        await kv.put("b", b"x")
+        status = await kv.status()
+    got = (status.bucket, status.values, status.history, status.ttl)
+    assert got == (bucket, 3, 3, 60), f"{who(client)} status() said {status}"

@@ -247,6 +247,14 @@ class KvEntry:
     created: dt.datetime | None = None
 
 
+@dataclass(frozen=True)
+class KvStatus:
+    bucket: str
+    values: int  # messages in the bucket stream, history included
+    history: int
+    ttl: float  # seconds; 0 for none
+
+
 class KeyValue(Protocol):
     """A bucket bound through the client under test; write and read errors are ClientError (KeyNotFound for gets
     of a key without a value), API refusals keep the server's code/err_code."""
@@ -268,6 +276,8 @@ class KeyValue(Protocol):
     async def keys(self) -> list[str]: ...
 
     async def history(self, key: str) -> list[KvEntry]: ...
+
+    async def status(self) -> KvStatus: ...
 
 
 class KvSession(Protocol):

@@ -41,6 +41,7 @@ from .base import (
     Inbox,
     KeyNotFound,
     KvEntry,
+    KvStatus,
     StartPolicy,
     Unsupported,
 )
@@ -597,6 +598,10 @@ class DriverKeyValue:
 
     async def history(self, key: str) -> list[KvEntry]:
         return [kv_entry_from(r) for r in (await self._ask("kv_history", key=key))["entries"]]
+
+    async def status(self) -> KvStatus:
+        answer = await self._ask("kv_status")
+        return KvStatus(answer["bucket"], int(answer["values"]), int(answer["history"]), float(answer["ttl_s"]))
 
 
 async def driver_kv_create(session: DriverSession, bucket: str, *, history=None, ttl=None) -> DriverKeyValue:

@@ -28,6 +28,7 @@ from .base import (
     Inbox,
     KeyNotFound,
     KvEntry,
+    KvStatus,
     StartPolicy,
     Unsupported,
 )
@@ -218,6 +219,11 @@ class NatsPyKeyValue:
     async def history(self, key: str) -> list[KvEntry]:
         with kv_errors("history"):
             return [kv_entry(e) for e in await self.kv.history(key)]
+
+    async def status(self) -> KvStatus:
+        with kv_errors("status"):
+            status = await self.kv.status()
+        return KvStatus(status.bucket, status.values, status.history, float(status.ttl or 0))
 
 
 async def natspy_kv_create(session: NatsPySession, bucket: str, *, history=None, ttl=None) -> NatsPyKeyValue:

@@ -25,7 +25,7 @@ from .test_proofs_client import check_name, missing_toolchain
 CERTIFY_TIMEOUT_S = 240
 CLIENTS = ("nats-py", "nats.js", "nats.go")
 AREA = "kv and client"
-# The KV client rules whose checks go through the client adapter (the watch and status ones do not yet).
+# The KV client rules whose checks go through the client adapter (the watch ones do not yet).
 KV_ADAPTER_RULES = frozenset(
     {
         "kv.bucket-stream",
@@ -40,10 +40,12 @@ KV_ADAPTER_RULES = frozenset(
         "kv.purge-marker",
         "kv.get-missing",
         "kv.keys",
+        "kv.status",
     }
 )
 STREAM_CONFIG = frozenset(
     {"kv.bucket-stream", "kv.bucket-allow-direct", "kv.ttl-duplicate-window", "kv.history-bounds", "kv.history-kept"}
+    | {"kv.status"}  # the history it reports is the stream's
 )
 # Everything that reads a key: a client that keeps asking DIRECT.GET of a bucket stream created without allow_direct
 # (nats.js sets its direct flag from the config it asked for) finds no responder there.

@@ -14,6 +14,7 @@ import (
 
 var kvOps = []string{
 	"kv_create", "kv_put", "kv_create_key", "kv_update", "kv_get", "kv_delete", "kv_purge", "kv_keys", "kv_history",
+	"kv_status",
 }
 
 func init() { implementedOps = append(implementedOps, kvOps...) }
@@ -136,6 +137,15 @@ func (d *driver) kv(req *request) (any, error) {
 			keys = append(keys, key)
 		}
 		return map[string]any{"keys": keys}, nil
+	case "kv_status":
+		status, err := kv.Status(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{
+			"bucket": status.Bucket(), "values": status.Values(), "history": status.History(),
+			"ttl_s": status.TTL().Seconds(),
+		}, nil
 	case "kv_history":
 		entries, err := kv.History(ctx, args.Key)
 		if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) { // no revisions at all: an empty history

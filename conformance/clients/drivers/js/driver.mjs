@@ -635,6 +635,10 @@ Object.assign(handlers, {
     for await (const key of await (await kvOf(req)).keys()) keys.push(key);
     return { keys };
   },
+  async kv_status(req) {
+    const status = await (await kvOf(req)).status();
+    return { bucket: status.bucket, values: status.values, history: status.history, ttl_s: status.ttl / 1000 };
+  },
   async kv_history(req) {
     const entries = [];
     for await (const e of await (await kvOf(req)).history({ key: need(req, "key", "string") })) entries.push(kvEntry(e));
