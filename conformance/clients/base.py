@@ -238,3 +238,63 @@ async def connected(client: ClientAdapter, url: str, credentials: Credentials) -
         yield session
     finally:
         await session.close()
+
+
+# --- v2: KV (ADR-8) ------------------------------------------------------------------------------------------------
+
+KV_PUT, KV_DEL, KV_PURGE = "PUT", "DEL", "PURGE"
+
+
+class KeyNotFound(ClientError):
+    """The client said the key has no value (never written, deleted or purged)."""
+
+
+@dataclass(frozen=True)
+class KvEntry:
+    """One KV entry as the client handed it to the application."""
+
+    bucket: str
+    key: str
+    value: bytes
+    revision: int
+    operation: str  # KV_PUT, KV_DEL or KV_PURGE
+    created: dt.datetime | None = None
+
+
+@dataclass(frozen=True)
+class KvStatus:
+    bucket: str
+    values: int  # messages in the bucket stream, history included
+    history: int
+    ttl: float  # seconds; 0 for none
+
+
+class KeyValue(Protocol):
+    """A bucket bound through the client under test; write and read errors are ClientError (KeyNotFound for gets
+    of a key without a value), API refusals keep the server's code/err_code."""
+
+    bucket: str
+
+    async def put(self, key: str, value: bytes) -> int: ...
+
+    async def create(self, key: str, value: bytes) -> int: ...
+
+    async def update(self, key: str, value: bytes, last: int) -> int: ...
+
+    async def get(self, key: str) -> KvEntry: ...
+
+    async def delete(self, key: str) -> None: ...
+
+    async def purge(self, key: str) -> None: ...
+
+    async def keys(self) -> list[str]: ...
+
+    async def history(self, key: str) -> list[KvEntry]: ...
+
+    async def status(self) -> KvStatus: ...
+
+
+class KvSession(Protocol):
+    async def kv_create(self, bucket: str, *, history: int | None = None, ttl: float | None = None) -> KeyValue:
+        """Create the bucket with the client's defaults and these options (history, TTL in seconds)."""
+        ...

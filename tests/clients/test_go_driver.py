@@ -171,8 +171,9 @@ async def test_hello_names_nats_go_at_the_version_go_mod_requires(driver):
     assert (hello["protocol"], hello["client"], hello["version"]) == (1, "nats.go", required)
     assert hello["runtime"].startswith("go1.") and hello["mono_ns"] > 0
     v1 = {"hello", "connect", "close", "ordered", "push", "consume", "fetch", "stop", "misbehave", "shutdown"}
-    assert set(hello["ops"]) == v1
-    unknown = await driver.call("kv_put")
+    kv = {"kv_create", "kv_put", "kv_create_key", "kv_update", "kv_get", "kv_delete", "kv_purge", "kv_keys"}
+    assert set(hello["ops"]) >= v1 | kv | {"kv_history", "kv_status"}  # v2 sections add more
+    unknown = await driver.call("no_such_op")
     assert unknown["error"]["kind"] == "unsupported"
     malformed = await driver.request({"op": 3})
     assert malformed["error"]["kind"] == "invalid"

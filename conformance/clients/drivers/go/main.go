@@ -206,6 +206,7 @@ type request struct {
 	Modes              []string           `json:"modes"`
 	Durable            string             `json:"durable"`
 	Queue              string             `json:"queue"`
+	Raw                []byte             `json:"-"` // the whole request, for the ops of later protocol sections
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
@@ -241,6 +242,9 @@ func (d *driver) handle(req *request) (any, error) {
 		return d.stop(req.Sub)
 	case "misbehave":
 		return d.misbehave(req.Modes)
+	}
+	if strings.HasPrefix(req.Op, "kv_") {
+		return d.kv(req)
 	}
 	return nil, failure("unsupported", "op %q is not implemented by the nats.go driver (protocol v%d)", req.Op, protocolVersion)
 }
@@ -1064,6 +1068,7 @@ func main() {
 			}
 			continue
 		}
+		req.Raw = []byte(line)
 		if req.Op == "shutdown" {
 			d.wg.Wait()
 			d.respond(*req.ID, nil, nil)
