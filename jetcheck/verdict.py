@@ -99,7 +99,7 @@ class SubjectVerdict:
         if self.not_applicable:
             extras.append(f"{self.not_applicable} na")
         if self.not_run:
-            extras.append(f"{self.not_run} skipped")
+            extras.append(f"{self.not_run} not run")
         if extras:
             rules += f" ({', '.join(extras)})"
         if self.must_failing:
@@ -109,6 +109,10 @@ class SubjectVerdict:
             if errors:
                 head += f" ({errors} of them could not finish: error)"
             head += f", {rules}"
+        elif self.complete and self.not_run:
+            # a subject of which only some rules were checked conforms in those, not as a whole
+            ran = self.rules - self.not_run
+            head = f"conforms in the {ran} {'rule' if ran == 1 else 'rules'} that ran, {rules}"
         elif self.complete:
             head = f"conforms, {rules}"
         else:

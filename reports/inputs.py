@@ -179,9 +179,25 @@ def resolve(folder: Path | str, label: str | None = None) -> ResultSet:
     )
 
 
+def matrix_members(root: Path) -> list[Path]:
+    """The result sets inside a `jetcheck matrix` folder (OUT/<version>/ or OUT/<version>/<client>/), or [] when
+    `root` is not one: a folder that holds results itself is taken as it is."""
+    if not root.is_dir() or _is_certify(root) or _is_load(root) or _is_certify(root / CERTIFY_DIR):
+        return []
+    found = {path.parent for depth in ("*", "*/*") for path in root.glob(f"{depth}/{RESULTS_FILE}")}
+    return sorted(found - {root / REPORT_DIR})
+
+
 def resolve_all(folders: list[str]) -> list[ResultSet]:
-    """Resolve several inputs; labels stay unique (a repeated folder name gets its parent's name too)."""
-    sets = [resolve(folder) for folder in folders]
+    """Resolve several inputs, a matrix folder into its result sets (labelled by their path in it); labels stay
+    unique (a repeated folder name gets its parent's name too)."""
+    sets = []
+    for folder in folders:
+        members = matrix_members(Path(folder))
+        if members:
+            sets += [resolve(member, member.relative_to(folder).as_posix()) for member in members]
+        else:
+            sets.append(resolve(folder))
     seen: dict[str, int] = {}
     unique = []
     for item in sets:

@@ -20,11 +20,13 @@ from typing import Any
 import jinja2
 import pandas as pd
 
+from jetcheck.records import STATUSES
 from jetcheck.reports import charts
 from jetcheck.reports.compare import Comparison
 from jetcheck.reports.conformance_report import FAILED, ConformanceTables, redact_text
+from jetcheck.reports.conformance_report import _version_key as version_key
 from jetcheck.reports.load_report import LoadTables
-from jetcheck.verdict import HEADLINES, overall_outcome
+from jetcheck.verdict import HEADLINES, overall_outcome, worst_status
 
 # (column of LoadTables.latency, header, quantile: a percentile needs at least 1/(1-q) samples to mean anything)
 LATENCY_COLUMNS = (
@@ -382,6 +384,49 @@ def _failures(content: ReportContent, several: bool) -> list[dict[str, Any]]:
     return failures
 
 
+def _clients(content: ReportContent) -> list[dict[str, Any]]:
+    """With several clients, one entry per client (name and exact version): its client rules counted by their worst
+    status over the server versions, and each failing client rule once, with the server versions it failed on and
+    the message of the newest (every result set's own message is in the failures table)."""
+    results = content.conformance.results
+    names = sorted({c for c in results["client"] if c})
+    if len(names) < 2:
+        return []
+    own = results[results["subject"] == "client"]
+    sections = []
+    for name in names:
+        mine = own[own["client"] == name]
+        worst = mine.groupby("id")["status"].agg(worst_status)
+        counts = worst.value_counts()
+        failing = mine[mine["status"].isin(FAILED)]
+        failing = failing.assign(_newest=failing["server_version"].map(version_key)).sort_values(
+            ["_newest"], ascending=False
+        )
+        rules = []
+        for rule, group in failing.groupby("id", sort=False):
+            newest = group.iloc[0]
+            rules.append(
+                {
+                    "id": rule,
+                    "level": newest["level"],
+                    "status": worst_status(list(group["status"])),
+                    "title": newest["title"],
+                    "message": newest["message"],
+                    "servers": ", ".join(sorted(set(group["server_version"]), key=version_key)),
+                }
+            )
+        rules.sort(key=lambda r: (r["level"] != "MUST", r["id"]))
+        sections.append(
+            {
+                "name": name,
+                "counts": ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts.get(s)) or "none ran",
+                "failing": rules,
+                "failing_rules": len(rules),
+            }
+        )
+    return sections
+
+
 def _observed(text: str) -> str:
     """The observed values of a check, indented for reading (they arrive as one line of JSON)."""
     if not text:
@@ -586,6 +631,7 @@ def document(content: ReportContent) -> dict[str, Any]:
         "areas_chart": charts.conformance_bars(conformance.summary) if has_results else "",
         "failures": _failures(content, several),
         "not_applicable": _not_applicable(content, several),
+        "clients": _clients(content) if has_results else [],
         "matrix": frame_table("matrix", conformance.matrix, {"id": "rule"})
         if len(conformance.matrix.columns) > 4
         else None,

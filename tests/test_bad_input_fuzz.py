@@ -127,6 +127,8 @@ TRICKY = [
     "mixed",
     "fast",
     "nats-py+",
+    "nats-py,nats.js",
+    "nats.go@1.55.0,nats-py",
     "jc",
     "a" * 300,
     "30s",
@@ -185,6 +187,7 @@ def test_every_command_has_its_options_fuzzed():
     assert set(COMMANDS) == {"certify", "matrix", "load", "report", "run"}
     assert {"--rate", "--duration", "--payload", "--users", "--processes", "--monitor"} <= set(OPTIONS["load"])
     assert {"--tls-ca", "--creds", "--nkey-seed", "--server-version"} <= set(OPTIONS["certify"])
+    assert {"--versions", "--clients", "--out"} <= set(OPTIONS["matrix"])
 
 
 JSON_DAMAGE = st.tuples(

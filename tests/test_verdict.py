@@ -80,7 +80,7 @@ class TestSubjects:
     def test_must_skip_is_shown_but_not_a_failure(self):
         verdict = judge([result("s.a", "pass"), result("s.b", "skip")], FINISHED)
         assert verdict.ok
-        assert verdict.lines() == ["server 2.15.1: conforms, 1/2 server rules pass (1 skipped)"]
+        assert verdict.lines() == ["server 2.15.1: conforms in the 1 rule that ran, 1/2 server rules pass (1 not run)"]
 
     def test_must_error_is_a_failure_that_says_it_could_not_finish(self):
         verdict = judge([result("s.a", "error"), result("s.b", "na")], FINISHED)
@@ -267,6 +267,8 @@ def test_every_consumer_gives_the_same_verdict(status, level, subject, completen
         assert verdict.lines()[0].startswith("INCOMPLETE: ") and "conforms" not in summary
     elif failing:
         assert f": 1 MUST {subject} rule fails" in judged and ": conforms, " in other
+    elif status == "skip":
+        assert ": conforms in the 1 rule that ran, 1/2 " in judged and ": conforms, " in other
     else:
         assert ": conforms, " in judged and ": conforms, " in other
 
@@ -306,7 +308,7 @@ def test_certify_and_the_report_agree_on_a_must_skip(tmp_path, monkeypatch, caps
     summary, _index = report_texts(folder, tmp_path / "report")
     assert code == 0
     assert summary.splitlines()[2].startswith("**OK**")
-    assert "server 2.15.1: conforms, 1/2 server rules pass (1 skipped)" in printed + summary
+    assert "server 2.15.1: conforms in the 1 rule that ran, 1/2 server rules pass (1 not run)" in printed + summary
 
 
 @pytest.mark.parametrize(("a", "b"), list(itertools.combinations(STATUS_ORDER, 2)))

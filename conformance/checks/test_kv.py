@@ -1,16 +1,19 @@
 """Key-Value buckets (ADR-8): the bucket stream, compare-and-set writes, deletes, purges, keys, watchers, status.
 
 Checks named `wire` drive the server through the documented protocol (publishes with headers, raw API requests) on
-a bucket stream created exactly as ADR-8 lists it; checks named `client` exercise nats-py's KV API.
+a bucket stream created exactly as ADR-8 lists it; checks named `client` exercise the KV API of the client under
+test (the `client` fixture, any adapter); the watch checks still call nats-py directly and are skipped
+for other clients until they are ported.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 
-import nats.js.errors
 import pytest
 
+from jetcheck.conformance.clients.base import KV_DEL, KV_PURGE, ClientError, KeyNotFound, connected
 from jetcheck.conformance.jsapi import NS, ApiError, api, purge, subject_messages
 from jetcheck.conformance.watching import watched, within
 
@@ -66,17 +69,41 @@ def bucket(names):
 
 
 async def _client_kv(js, bucket: str, **config):
+    """nats-py's bucket, for the watch checks not yet ported to the client adapter."""
     return await js.create_key_value(bucket=bucket, **config)
+
+
+def who(client) -> str:
+    return f"{client.name} {client.version}"
+
+
+@contextlib.asynccontextmanager
+async def client_kv(client, target, bucket: str, **options):
+    """The bucket created through the client under test (its defaults plus `options`), on its own session."""
+    async with connected(client, target.url, target.credentials) as session:
+        yield await session.kv_create(bucket, **options)
+
+
+async def no_value(client, kv, key: str, after: str) -> None:
+    """The key reads as having no value: the client says not found (nats-py, nats.go) or hands back the key's
+    delete/purge marker (nats.js documents get() returning the entry, its operation telling)."""
+    try:
+        entry = await kv.get(key)
+    except KeyNotFound:
+        return
+    assert entry.operation in (KV_DEL, KV_PURGE) and entry.value == b"", (
+        f"after {after}, {who(client)} get({key!r}) returned a value: {entry}"
+    )
 
 
 # --- the bucket stream -------------------------------------------------------------------------------------------
 
 
 @pytest.mark.rule("kv.bucket-stream")
-async def test_bucket_is_a_kv_stream_on_its_subjects(js, nc, bucket):
-    """create_key_value makes KV_<b> on $KV.<b>.> with history, discard new, rollup, deny_delete, file storage."""
-    await _client_kv(js, bucket, history=5)
-    config = (await api(nc, f"$JS.API.STREAM.INFO.KV_{bucket}"))["config"]
+async def test_bucket_is_a_kv_stream_on_its_subjects(client, target, nc, bucket):
+    """Creating a bucket makes KV_<b> on $KV.<b>.> with history, discard new, rollup, deny_delete, file storage."""
+    async with client_kv(client, target, bucket, history=5):
+        config = (await api(nc, f"$JS.API.STREAM.INFO.KV_{bucket}"))["config"]
     got = {k: config.get(k) for k in ("subjects", "max_msgs_per_subject", "max_msgs", "discard", "storage")}
     got |= {k: config.get(k) for k in ("allow_rollup_hdrs", "deny_delete")}
     expected = {
@@ -88,83 +115,90 @@ async def test_bucket_is_a_kv_stream_on_its_subjects(js, nc, bucket):
         "allow_rollup_hdrs": True,
         "deny_delete": True,
     }
-    assert got == expected, f"bucket stream differs from ADR-8: {got}"
+    assert got == expected, f"{who(client)} made a bucket stream that differs from ADR-8: {got}"
 
 
 @pytest.mark.rule("kv.bucket-allow-direct")
-async def test_bucket_stream_allows_direct_gets(js, nc, bucket, observe):
+async def test_bucket_stream_allows_direct_gets(client, target, nc, bucket, observe):
     """A bucket created with the client's defaults has allow_direct true."""
-    kv = await _client_kv(js, bucket)
-    config = (await api(nc, f"$JS.API.STREAM.INFO.KV_{bucket}"))["config"]
+    async with client_kv(client, target, bucket):
+        config = (await api(nc, f"$JS.API.STREAM.INFO.KV_{bucket}"))["config"]
     observe("allow_direct", config.get("allow_direct"))
     assert config.get("allow_direct") is True, (
-        f"ADR-8: 'Allow Direct is always set to true'; nats-py create_key_value left allow_direct="
-        f"{config.get('allow_direct')} (it sends KeyValueConfig.direct, default None), so gets use "
-        f"STREAM.MSG.GET (direct={kv._direct})"
+        f"ADR-8: 'Allow Direct is always set to true'; {who(client)} created the bucket with allow_direct="
+        f"{config.get('allow_direct')}"
     )
 
 
 @pytest.mark.rule("kv.ttl-duplicate-window")
 @pytest.mark.parametrize(("ttl_s", "window_ns"), [(30, 30 * NS), (600, TWO_MINUTES_NS)], ids=["30s", "10min"])
-async def test_bucket_duplicate_window_follows_the_ttl(js, nc, names, ttl_s, window_ns):
+async def test_bucket_duplicate_window_follows_the_ttl(client, target, nc, names, ttl_s, window_ns):
     """A TTL up to 2 minutes becomes the duplicate window; a longer TTL gets 2 minutes."""
     bucket = names.bucket()
-    await _client_kv(js, bucket, ttl=ttl_s)
-    config = (await api(nc, f"$JS.API.STREAM.INFO.KV_{bucket}"))["config"]
-    assert (config["max_age"], config["duplicate_window"]) == (ttl_s * NS, window_ns)
+    async with client_kv(client, target, bucket, ttl=ttl_s):
+        config = (await api(nc, f"$JS.API.STREAM.INFO.KV_{bucket}"))["config"]
+    got = (config["max_age"], config["duplicate_window"])
+    assert got == (ttl_s * NS, window_ns), f"{who(client)} with ttl {ttl_s}s: (max_age, duplicate_window) = {got}"
 
 
 @pytest.mark.rule("kv.history-bounds")
-async def test_history_is_between_1_and_64(js, nc, names, observe):
+async def test_history_is_between_1_and_64(client, target, nc, names, observe):
     """History 64 is accepted, 65 refused without a stream, and below 1 never yields unlimited history."""
-    await _client_kv(js, names.bucket(), history=64)
-    too_large = names.bucket()
-    with pytest.raises(nats.js.errors.KeyHistoryTooLargeError):
-        await _client_kv(js, too_large, history=65)
-    with pytest.raises(ApiError) as missing:
-        await api(nc, f"$JS.API.STREAM.INFO.KV_{too_large}")
-    assert missing.value.err_code == 10059, "history 65 must be refused before the stream is created"
-    zero = names.bucket()
-    try:
-        await _client_kv(js, zero, history=0)
-    except nats.js.errors.Error as refused:
-        observe("history_0", f"refused: {type(refused).__name__}")
-        return
+    async with connected(client, target.url, target.credentials) as session:
+        await session.kv_create(names.bucket(), history=64)
+        too_large = names.bucket()
+        try:
+            await session.kv_create(too_large, history=65)
+        except ClientError as refused:
+            observe("history_65", f"refused: {refused}")
+        else:
+            pytest.fail(f"ADR-8: history at most 64; {who(client)} created a bucket with history 65")
+        with pytest.raises(ApiError) as missing:
+            await api(nc, f"$JS.API.STREAM.INFO.KV_{too_large}")
+        assert missing.value.err_code == 10059, "history 65 must be refused before the stream is created"
+        zero = names.bucket()
+        try:
+            await session.kv_create(zero, history=0)
+        except ClientError as refused:
+            observe("history_0", f"refused: {refused}")
+            return
     per_subject = (await api(nc, f"$JS.API.STREAM.INFO.KV_{zero}"))["config"]["max_msgs_per_subject"]
     observe("history_0", f"max_msgs_per_subject={per_subject}")
     assert per_subject == 1, (
-        f"ADR-8: 'The minimum allowed size is 1'; nats-py create_key_value(history=0) made a bucket with "
-        f"max_msgs_per_subject={per_subject} (unlimited history), which js.key_value() then refuses to bind"
+        f"ADR-8: 'The minimum allowed size is 1'; {who(client)} accepted history=0 and made a bucket with "
+        f"max_msgs_per_subject={per_subject} (unlimited history)"
     )
 
 
 @pytest.mark.rule("kv.history-kept")
-async def test_history_keeps_the_newest_revisions_per_key(js, nc, bucket):
+async def test_history_keeps_the_newest_revisions_per_key(client, target, nc, bucket):
     """With history 3, five puts to a key leave its 3 newest revisions; another key keeps its own."""
-    kv = await _client_kv(js, bucket, history=3)
-    await kv.put("other", b"o")
-    revisions = [await kv.put("k", str(i).encode()) for i in range(5)]
-    kept = await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.k")
-    assert [m.seq for m in kept] == revisions[-3:], f"kept {kept}, puts were revisions {revisions}"
-    assert len(await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.other")) == 1
-    history = await within(kv.history("k"), "history()")
-    assert [(e.revision, e.value) for e in history] == list(zip(revisions[-3:], [b"2", b"3", b"4"], strict=True))
+    async with client_kv(client, target, bucket, history=3) as kv:
+        await kv.put("other", b"o")
+        revisions = [await kv.put("k", str(i).encode()) for i in range(5)]
+        kept = await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.k")
+        assert [m.seq for m in kept] == revisions[-3:], f"kept {kept}, puts were revisions {revisions}"
+        assert len(await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.other")) == 1
+        history = [(e.revision, e.value) for e in await within(kv.history("k"), "history()")]
+    expected = list(zip(revisions[-3:], [b"2", b"3", b"4"], strict=True))
+    assert history == expected, f"{who(client)} history('k') returned {history}"
 
 
 # --- writes and reads --------------------------------------------------------------------------------------------
 
 
 @pytest.mark.rule("kv.put-get")
-async def test_put_returns_the_revision_and_get_the_latest_entry(js, nc, bucket):
+async def test_put_returns_the_revision_and_get_the_latest_entry(client, target, nc, bucket):
     """put returns the stored message's stream sequence; get returns the latest value with key and revision."""
-    kv = await _client_kv(js, bucket, history=2)
-    first = await kv.put("a.b", b"1")
-    await kv.put("c", b"x")
-    latest = await kv.put("a.b", b"2")
-    stored = await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.a.b")
-    assert [m.seq for m in stored] == [first, latest] == [1, 3]
-    entry = await kv.get("a.b")
-    assert (entry.bucket, entry.key, entry.value, entry.revision) == (bucket, "a.b", b"2", latest)
+    async with client_kv(client, target, bucket, history=2) as kv:
+        first = await kv.put("a.b", b"1")
+        await kv.put("c", b"x")
+        latest = await kv.put("a.b", b"2")
+        stored = await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.a.b")
+        assert [m.seq for m in stored] == [first, latest] == [1, 3], f"{who(client)} put returned {first}, {latest}"
+        entry = await kv.get("a.b")
+    got = (entry.bucket, entry.key, entry.value, entry.revision)
+    assert got == (bucket, "a.b", b"2", latest), f"{who(client)} get('a.b') returned {entry}"
 
 
 @pytest.mark.rule("kv.create-wire")
@@ -192,19 +226,20 @@ async def test_create_is_accepted_again_after_the_key_is_purged_from_the_stream(
 
 
 @pytest.mark.rule("kv.create-client")
-async def test_client_create_refuses_a_live_key_and_recreates_a_deleted_one(js, bucket):
+async def test_client_create_refuses_a_live_key_and_recreates_a_deleted_one(client, target, bucket):
     """create stores a new key, refuses one with a value, and recreates one deleted or purged."""
-    kv = await _client_kv(js, bucket, history=5)
-    first = await kv.create("k", b"v1")
-    with pytest.raises(nats.js.errors.KeyWrongLastSequenceError):
-        await kv.create("k", b"v2")
-    assert (await kv.get("k")).value == b"v1"
-    await kv.delete("k")
-    after_delete = await kv.create("k", b"v3")
-    assert after_delete > first and (await kv.get("k")).revision == after_delete
-    await kv.purge("k")
-    after_purge = await kv.create("k", b"v4")
-    assert after_purge > after_delete and (await kv.get("k")).value == b"v4"
+    async with client_kv(client, target, bucket, history=5) as kv:
+        first = await kv.create("k", b"v1")
+        with pytest.raises(ClientError) as refused:
+            await kv.create("k", b"v2")
+        assert refused.value.err_code == 10071, f"{who(client)} refused create of a live key with {refused.value}"
+        assert (await kv.get("k")).value == b"v1"
+        await kv.delete("k")
+        after_delete = await kv.create("k", b"v3")
+        assert after_delete > first and (await kv.get("k")).revision == after_delete
+        await kv.purge("k")
+        after_purge = await kv.create("k", b"v4")
+        assert after_purge > after_delete and (await kv.get("k")).value == b"v4"
 
 
 @pytest.mark.rule("kv.update-wire")
@@ -222,56 +257,59 @@ async def test_expected_subject_sequence_is_a_compare_and_set(nc, bucket):
 
 
 @pytest.mark.rule("kv.update-client")
-async def test_client_update_is_compare_and_set_on_the_revision(js, bucket):
+async def test_client_update_is_compare_and_set_on_the_revision(client, target, bucket):
     """update with the current revision returns the next one; a stale revision raises and changes nothing."""
-    kv = await _client_kv(js, bucket, history=5)
-    first = await kv.put("k", b"v1")
-    second = await kv.update("k", b"v2", last=first)
-    assert second > first
-    with pytest.raises(nats.js.errors.KeyWrongLastSequenceError):
-        await kv.update("k", b"v3", last=first)
-    entry = await kv.get("k")
-    assert (entry.value, entry.revision) == (b"v2", second)
+    async with client_kv(client, target, bucket, history=5) as kv:
+        first = await kv.put("k", b"v1")
+        second = await kv.update("k", b"v2", last=first)
+        assert second > first, f"{who(client)} update returned revision {second} after {first}"
+        with pytest.raises(ClientError) as refused:
+            await kv.update("k", b"v3", last=first)
+        assert refused.value.err_code == 10071, f"{who(client)} refused a stale update with {refused.value}"
+        entry = await kv.get("k")
+    assert (entry.value, entry.revision) == (b"v2", second), f"{who(client)} get after the stale update: {entry}"
 
 
 @pytest.mark.rule("kv.delete-marker")
-async def test_delete_stores_a_del_marker_and_keeps_history(js, nc, bucket):
-    """delete stores an empty KV-Operation: DEL message, keeps earlier revisions, and get then finds nothing."""
-    kv = await _client_kv(js, bucket, history=5)
-    await kv.put("k", b"v1")
-    await kv.put("k", b"v2")
-    await kv.delete("k")
-    stored = await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.k")
-    assert [m.payload for m in stored] == [b"v1", b"v2", b""], f"history not kept: {stored}"
-    assert stored[-1].headers.get(KV_OPERATION) == "DEL", f"delete marker: {stored[-1]}"
-    with pytest.raises(nats.js.errors.KeyNotFoundError):
-        await kv.get("k")
+async def test_delete_stores_a_del_marker_and_keeps_history(client, target, nc, bucket):
+    """delete stores an empty KV-Operation: DEL message, keeps earlier revisions, and get then finds no value."""
+    async with client_kv(client, target, bucket, history=5) as kv:
+        await kv.put("k", b"v1")
+        await kv.put("k", b"v2")
+        await kv.delete("k")
+        stored = await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.k")
+        assert [m.payload for m in stored] == [b"v1", b"v2", b""], f"{who(client)}: history not kept: {stored}"
+        assert stored[-1].headers.get(KV_OPERATION) == "DEL", f"{who(client)} delete marker: {stored[-1]}"
+        await no_value(client, kv, "k", "delete")
 
 
 @pytest.mark.rule("kv.purge-marker")
-async def test_purge_leaves_only_the_purge_marker(js, nc, bucket):
+async def test_purge_leaves_only_the_purge_marker(client, target, nc, bucket):
     """purge stores KV-Operation: PURGE with Nats-Rollup: sub; it is then the key's only message."""
-    kv = await _client_kv(js, bucket, history=5)
-    await kv.put("k", b"v1")
-    await kv.put("k", b"v2")
-    await kv.put("other", b"o")
-    await kv.purge("k")
-    stored = await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.k")
-    assert len(stored) == 1 and stored[0].payload == b"", f"purge left {stored}"
-    headers = stored[0].headers
-    assert (headers.get(KV_OPERATION), headers.get("Nats-Rollup")) == ("PURGE", "sub"), f"marker: {headers}"
-    assert len(await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.other")) == 1
-    with pytest.raises(nats.js.errors.KeyNotFoundError):
-        await kv.get("k")
+    async with client_kv(client, target, bucket, history=5) as kv:
+        await kv.put("k", b"v1")
+        await kv.put("k", b"v2")
+        await kv.put("other", b"o")
+        await kv.purge("k")
+        stored = await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.k")
+        assert len(stored) == 1 and stored[0].payload == b"", f"{who(client)} purge left {stored}"
+        headers = stored[0].headers
+        marker = (headers.get(KV_OPERATION), headers.get("Nats-Rollup"))
+        assert marker == ("PURGE", "sub"), f"{who(client)} purge marker: {headers}"
+        assert len(await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.other")) == 1
+        await no_value(client, kv, "k", "purge")
 
 
 @pytest.mark.rule("kv.get-missing")
-async def test_get_of_a_missing_key_raises_not_found(js, bucket):
-    """get of a key never written raises KeyNotFoundError."""
-    kv = await _client_kv(js, bucket)
-    await kv.put("present", b"x")
-    with pytest.raises(nats.js.errors.KeyNotFoundError):
-        await kv.get("absent")
+async def test_get_of_a_missing_key_raises_not_found(client, target, bucket):
+    """get of a key never written says not found."""
+    async with client_kv(client, target, bucket) as kv:
+        await kv.put("present", b"x")
+        try:
+            entry = await kv.get("absent")
+        except KeyNotFound:
+            return
+    pytest.fail(f"{who(client)} get of a key never written returned {entry} instead of not found")
 
 
 @pytest.mark.rule("kv.deny-delete")
@@ -306,16 +344,16 @@ async def test_direct_get_answers_the_latest_message_of_a_key(nc, bucket):
 
 
 @pytest.mark.rule("kv.keys")
-async def test_keys_lists_live_keys_only(js, bucket):
+async def test_keys_lists_live_keys_only(client, target, bucket):
     """keys() lists keys whose latest entry is a value; deleted and purged keys are left out."""
-    kv = await _client_kv(js, bucket, history=3)
-    for key in ("a", "b.c", "d", "e"):
-        await kv.put(key, b"v")
-    await kv.put("a", b"again")
-    await kv.delete("d")
-    await kv.purge("e")
-    keys = await within(kv.keys(), "keys()")
-    assert sorted(keys) == ["a", "b.c"]
+    async with client_kv(client, target, bucket, history=3) as kv:
+        for key in ("a", "b.c", "d", "e"):
+            await kv.put(key, b"v")
+        await kv.put("a", b"again")
+        await kv.delete("d")
+        await kv.purge("e")
+        keys = await within(kv.keys(), "keys()")
+    assert sorted(keys) == ["a", "b.c"], f"{who(client)} keys() listed {sorted(keys)}"
 
 
 @pytest.mark.rule("kv.watch-initial-then-updates")
@@ -423,11 +461,12 @@ async def test_watch_updates_only_sends_only_later_changes(js, bucket):
 
 
 @pytest.mark.rule("kv.status")
-async def test_status_reports_bucket_values_history_and_ttl(js, bucket):
+async def test_status_reports_bucket_values_history_and_ttl(client, target, bucket):
     """status() gives the bucket name, the message count with history, the history and the TTL."""
-    kv = await _client_kv(js, bucket, history=3, ttl=60)
-    for value in (b"1", b"2"):
-        await kv.put("a", value)
-    await kv.put("b", b"x")
-    status = await kv.status()
-    assert (status.bucket, status.values, status.history, status.ttl) == (bucket, 3, 3, 60)
+    async with client_kv(client, target, bucket, history=3, ttl=60) as kv:
+        for value in (b"1", b"2"):
+            await kv.put("a", value)
+        await kv.put("b", b"x")
+        status = await kv.status()
+    got = (status.bucket, status.values, status.history, status.ttl)
+    assert got == (bucket, 3, 3, 60), f"{who(client)} status() said {status}"

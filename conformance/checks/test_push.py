@@ -1,14 +1,16 @@
-"""Push consumers as nats-py's js.subscribe makes them: durable, ephemeral, and shared by a queue group."""
+"""Push consumers: durable, ephemeral, and shared by a queue group. The client rules go through the client adapter
+(--client); the durable-resumes server rule uses the suite's own nats-py connection."""
 
 from __future__ import annotations
 
 import asyncio
 
 import nats.errors
-import nats.js.errors
 import pytest
 
+from jetcheck.conformance.clients.base import ClientError, Unsupported, connected
 from jetcheck.conformance.jsapi import ApiError, api, eventually
+from jetcheck.conformance.plugin import na
 
 pytestmark = pytest.mark.asyncio
 
@@ -37,21 +39,48 @@ async def publish_numbered(js, subject: str, numbers: range) -> None:
         await js.publish(subject, str(n).encode())
 
 
+def who(client) -> str:
+    return f"{client.name} {client.version}"
+
+
+async def client_push(client, session, stream: str, subject: str, **consumer):
+    """The client's push consumer; its absence is a failure: the server documents push consumers."""
+    try:
+        return await session.push(stream, subject, idle_heartbeat=None, **consumer)
+    except Unsupported as exc:
+        pytest.fail(f"push consumers are not implemented by {who(client)} ({exc}); the server documents them")
+
+
+async def quiet(sub) -> list[bytes]:
+    """Every payload `sub` delivers until it has been silent for QUIET_S."""
+    while True:
+        try:
+            await sub.inbox.next(QUIET_S)
+        except TimeoutError:
+            return [d.payload for d in sub.inbox.deliveries]
+
+
+async def delivered(client, sub, count: int) -> list[bytes]:
+    """The payloads `sub` delivered: `count` of them, then nothing more for QUIET_S (a duplicate would show)."""
+    await sub.inbox.until(count, RECEIVE_TIMEOUT_S * count)
+    got = await quiet(sub)
+    if len(got) != count:
+        pytest.fail(f"{who(client)}'s push consumer delivered {got}: expected {count} messages, each once")
+    return got
+
+
 @pytest.mark.rule("push.durable-config")
-async def test_durable_subscribe_creates_a_named_push_consumer(js, nc, make_stream, names):
-    """subscribe(durable=d) creates push consumer d with a deliver subject and the filter, and delivers in order."""
+async def test_durable_subscribe_creates_a_named_push_consumer(client, target, js, nc, make_stream, names):
+    """The client's durable push consumer d has a deliver subject and the filter, and delivers in order."""
     stream = await make_stream()
     durable = names.consumer()
     await publish_numbered(js, stream.subject("a"), range(1, 4))
-    sub = await js.subscribe(stream.subject("a"), durable=durable)
-    try:
-        messages = await received(sub, 3)
-        assert [m.data for m in messages] == [b"1", b"2", b"3"]
+    async with connected(client, target.url, target.credentials) as s:
+        sub = await client_push(client, s, stream.name, stream.subject("a"), durable=durable)
+        assert await delivered(client, sub, 3) == [b"1", b"2", b"3"]
         config = await consumer_config(nc, stream.name, durable)
         got = (config.get("durable_name"), bool(config.get("deliver_subject")), config.get("filter_subject"))
-        assert got == (durable, True, stream.subject("a")), f"consumer config {config}"
-    finally:
-        await sub.unsubscribe()
+        assert got == (durable, True, stream.subject("a")), f"{who(client)}'s durable push consumer: {config}"
 
 
 @pytest.mark.rule("push.durable-resumes")
@@ -87,17 +116,19 @@ async def test_durable_push_consumer_resumes_after_the_last_ack(js, nc, target, 
 
 
 @pytest.mark.rule("push.ephemeral")
-async def test_ephemeral_push_consumer_goes_once_unsubscribed(js, nc, make_stream, observe):
-    """subscribe() without durable makes an unnamed-durable push consumer, removed after inactive_threshold."""
+async def test_ephemeral_push_consumer_goes_once_unsubscribed(client, target, js, nc, make_stream, observe):
+    """The client's ephemeral push consumer has no durable_name, and is removed after inactive_threshold."""
     stream = await make_stream()
     await publish_numbered(js, stream.subject("a"), range(1, 3))
-    sub = await js.subscribe(stream.subject("a"), inactive_threshold=0.5)
-    messages = await received(sub, 2)
-    assert [m.data for m in messages] == [b"1", b"2"]
-    name = messages[0].metadata.consumer
-    config = await consumer_config(nc, stream.name, name)
-    assert not config.get("durable_name") and config.get("deliver_subject"), f"consumer config {config}"
-    await sub.unsubscribe()
+    async with connected(client, target.url, target.credentials) as s:
+        sub = await client_push(client, s, stream.name, stream.subject("a"), inactive_threshold=0.5)
+        assert await delivered(client, sub, 2) == [b"1", b"2"]
+        name = sub.inbox.deliveries[0].consumer
+        config = await consumer_config(nc, stream.name, name)
+        assert not config.get("durable_name") and config.get("deliver_subject"), (
+            f"{who(client)}'s ephemeral push consumer: {config}"
+        )
+        await sub.stop()
     started = asyncio.get_running_loop().time()
 
     async def removed() -> bool:
@@ -112,50 +143,48 @@ async def test_ephemeral_push_consumer_goes_once_unsubscribed(js, nc, make_strea
 
 
 @pytest.mark.rule("push.queue-group")
-async def test_queue_group_members_share_the_messages(js, nc, make_stream, names, observe):
+async def test_queue_group_members_share_the_messages(client, target, js, nc, make_stream, names, observe):
     """Two members of a queue share one consumer with deliver_group; each message reaches exactly one of them."""
     stream = await make_stream()
     subject, queue = stream.subject("a"), names.consumer()
-    members = [await js.subscribe(subject, queue=queue, manual_ack=True) for _ in range(2)]
-    try:
+    async with connected(client, target.url, target.credentials) as s:
+        members = [await client_push(client, s, stream.name, subject, durable=queue, queue=queue) for _ in range(2)]
         config = await consumer_config(nc, stream.name, queue)
-        assert config.get("deliver_group") == queue, f"consumer config {config}"
+        assert config.get("deliver_group") == queue, f"{who(client)}'s queue push consumer: {config}"
         total = 20
         await publish_numbered(js, subject, range(total))
-        shares: list[list[bytes]] = [[], []]
-
-        async def drain(index: int) -> None:
-            while True:
-                try:
-                    message = await members[index].next_msg(timeout=QUIET_S)
-                except nats.errors.TimeoutError:
-                    return
-                shares[index].append(message.data)
-                await message.ack()
-
         # Each member is read until it has been silent for QUIET_S, so a duplicate would still be seen.
-        await asyncio.gather(drain(0), drain(1))
-        observe("measured_shares", [len(s) for s in shares])
+        shares = await asyncio.gather(*(quiet(member) for member in members))
+        observe("measured_shares", [len(share) for share in shares])
         together = sorted(shares[0] + shares[1], key=int)
-        assert together == [str(n).encode() for n in range(total)], f"members received {shares}"
-    finally:
-        for member in members:
-            await member.unsubscribe()
+        assert together == [str(n).encode() for n in range(total)], (
+            f"{who(client)}'s queue members received {shares}: each message must reach exactly one member"
+        )
 
 
 @pytest.mark.rule("push.queue-group-enforced")
-async def test_subscriptions_must_match_the_consumers_deliver_group(js, make_stream, names):
-    """A plain subscription to a grouped consumer, and a queue one to an ungrouped one, are refused."""
+async def test_subscriptions_must_match_the_consumers_deliver_group(client, target, make_stream, names, observe):
+    """Binding a grouped consumer without its queue, and an ungrouped one with a queue, are refused."""
+    if client.documented.push_queue == "consumer":
+        na(
+            f"{who(client)} takes a push consumer's queue from its deliver_group when it binds it (the application "
+            "names none), so a subscription that does not match the consumer's group cannot be asked for"
+        )
     stream = await make_stream()
-    subject, queue = stream.subject("a"), names.consumer()
-    member = await js.subscribe(subject, queue=queue)
-    try:
-        with pytest.raises(nats.js.errors.Error, match="deliver group"):
-            await js.subscribe(subject, durable=queue)
-        ungrouped = names.consumer()
-        plain = await js.subscribe(subject, durable=ungrouped)
-        await plain.unsubscribe()
-        with pytest.raises(nats.js.errors.Error, match="without a deliver group"):
-            await js.subscribe(subject, queue=ungrouped)
-    finally:
-        await member.unsubscribe()
+    subject, queue, ungrouped = stream.subject("a"), names.consumer(), names.consumer()
+    async with connected(client, target.url, target.credentials) as s:
+        await client_push(client, s, stream.name, subject, durable=queue, queue=queue)
+        await client_push(client, s, stream.name, subject, durable=ungrouped)
+        accepted, refusals = [], []
+        for durable, wanted in ((queue, None), (ungrouped, queue)):
+            try:
+                await s.push(stream.name, subject, idle_heartbeat=None, durable=durable, queue=wanted)
+            except ClientError as exc:
+                refusals.append(str(exc))
+                continue
+            accepted.append(f"{durable} (deliver_group {durable if durable == queue else None}) with queue {wanted}")
+        observe("refusals", refusals)
+        assert not accepted, (
+            f"{who(client)} documents that a push subscription must match its consumer's deliver_group, "
+            f"yet accepted: {'; '.join(accepted)}"
+        )

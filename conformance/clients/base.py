@@ -68,6 +68,10 @@ class Documented:
     # start and filter; a push one also gets the idle heartbeat. A key left out is not checked.
     ordered_config: Mapping[str, object] = field(default_factory=dict)
     consumes: str = "push"  # how it consumes continuously: "push" (session.push) or "pull" (session.consume)
+    # How a push consumer's queue group is chosen when the client binds one: "argument" (the application names the
+    # queue, and a mismatch with the consumer's deliver_group is refused) or "consumer" (the client always takes the
+    # consumer's own deliver_group: no mismatch can be asked for).
+    push_queue: str = "argument"
 
     def idle_heartbeat(self, wanted: float) -> float:
         """The idle heartbeat a check asks for: `wanted`, raised to the smallest the client documents it accepts."""
@@ -181,8 +185,18 @@ class ClientSession(Protocol):
         """An ordered consumer (ADR-17) on `subject` of `stream`, delivering into its inbox."""
         ...
 
-    async def push(self, stream: str, subject: str, *, idle_heartbeat: float) -> Subscription:
-        """A plain push consumer with idle heartbeats (the client's continuous consumption)."""
+    async def push(
+        self,
+        stream: str,
+        subject: str,
+        *,
+        idle_heartbeat: float | None,
+        durable: str | None = None,
+        queue: str | None = None,
+        inactive_threshold: float | None = None,
+    ) -> Subscription:
+        """A push consumer with idle heartbeats (the client's continuous consumption): ephemeral, or durable `durable`
+        (bound as it is when it exists), shared by queue group `queue` (its deliver_group) when given."""
         ...
 
     async def consume(
@@ -307,4 +321,64 @@ class ObjectStore(Protocol):
 
     async def add_link(self, name: str, target: str) -> ObjectInfo:
         """Link `name` to the object `target` of this bucket (as the client reads its info); Unsupported if none."""
+        ...
+
+
+# --- v2: KV (ADR-8) ------------------------------------------------------------------------------------------------
+
+KV_PUT, KV_DEL, KV_PURGE = "PUT", "DEL", "PURGE"
+
+
+class KeyNotFound(ClientError):
+    """The client said the key has no value (never written, deleted or purged)."""
+
+
+@dataclass(frozen=True)
+class KvEntry:
+    """One KV entry as the client handed it to the application."""
+
+    bucket: str
+    key: str
+    value: bytes
+    revision: int
+    operation: str  # KV_PUT, KV_DEL or KV_PURGE
+    created: dt.datetime | None = None
+
+
+@dataclass(frozen=True)
+class KvStatus:
+    bucket: str
+    values: int  # messages in the bucket stream, history included
+    history: int
+    ttl: float  # seconds; 0 for none
+
+
+class KeyValue(Protocol):
+    """A bucket bound through the client under test; write and read errors are ClientError (KeyNotFound for gets
+    of a key without a value), API refusals keep the server's code/err_code."""
+
+    bucket: str
+
+    async def put(self, key: str, value: bytes) -> int: ...
+
+    async def create(self, key: str, value: bytes) -> int: ...
+
+    async def update(self, key: str, value: bytes, last: int) -> int: ...
+
+    async def get(self, key: str) -> KvEntry: ...
+
+    async def delete(self, key: str) -> None: ...
+
+    async def purge(self, key: str) -> None: ...
+
+    async def keys(self) -> list[str]: ...
+
+    async def history(self, key: str) -> list[KvEntry]: ...
+
+    async def status(self) -> KvStatus: ...
+
+
+class KvSession(Protocol):
+    async def kv_create(self, bucket: str, *, history: int | None = None, ttl: float | None = None) -> KeyValue:
+        """Create the bucket with the client's defaults and these options (history, TTL in seconds)."""
         ...

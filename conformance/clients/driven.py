@@ -47,7 +47,9 @@ JS_DOCUMENTED = Documented(
         "num_replicas": 1,
         "inactive_threshold": 300 * NS,
     },
-    consumes="pull",  # consume() on a pull consumer; the client has no push consumption API
+    consumes="pull",  # consume() on a pull consumer (push consumers: getPushConsumer(), bound to existing ones)
+    # jetstream lib/pushconsumer.js consume(): subscribes with the consumer info's deliver_group as its queue.
+    push_queue="consumer",
 )
 
 GO_DOCUMENTED = Documented(
@@ -68,6 +70,8 @@ GO_DOCUMENTED = Documented(
         "inactive_threshold": 300 * NS,
     },
     consumes="pull",  # Consume()/Messages() on a pull consumer
+    # jetstream/push.go Consume(): QueueSubscribe on the consumer info's DeliverGroup when it has one.
+    push_queue="consumer",
 )
 
 DRIVEN = {

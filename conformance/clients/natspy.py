@@ -18,7 +18,9 @@ from jetcheck.fixtures.target import Credentials, Target
 
 from .base import (
     ERROR,
+    KV_PUT,
     SEQUENCE_MISMATCH,
+    ClientError,
     ClientEvent,
     Delivery,
     DigestMismatch,
@@ -26,6 +28,9 @@ from .base import (
     EventLog,
     FetchOutcome,
     Inbox,
+    KeyNotFound,
+    KvEntry,
+    KvStatus,
     ObjectExists,
     ObjectInfo,
     ObjectNotFound,
@@ -120,9 +125,31 @@ class NatsPySession:
             inactive_threshold=inactive_threshold,
         )
 
-    async def push(self, stream: str, subject: str, *, idle_heartbeat: float) -> NatsPySubscription:
+    async def push(
+        self,
+        stream: str,
+        subject: str,
+        *,
+        idle_heartbeat: float | None,
+        durable: str | None = None,
+        queue: str | None = None,
+        inactive_threshold: float | None = None,
+    ) -> NatsPySubscription:
         config = api.ConsumerConfig(ack_policy=api.AckPolicy.NONE)
-        return await self._subscribe(stream, subject, config=config, idle_heartbeat=idle_heartbeat)
+        try:
+            return await self._subscribe(
+                stream,
+                subject,
+                config=config,
+                idle_heartbeat=idle_heartbeat,
+                durable=durable,
+                queue=queue,
+                inactive_threshold=inactive_threshold,
+            )
+        except nats.js.errors.APIError as exc:
+            raise ClientError("api", f"{type(exc).__name__}: {exc}", exc.code, exc.err_code) from exc
+        except nats.js.errors.Error as exc:  # the client's own refusal, e.g. a deliver group mismatch
+            raise ClientError("invalid", f"{type(exc).__name__}: {exc}") from exc
 
     async def consume(self, stream: str, consumer: str, **options) -> NatsPySubscription:
         raise Unsupported("unsupported", f"nats-py {metadata.version('nats-py')} has no continuous pull consumption")
@@ -155,6 +182,88 @@ class NatsPySession:
             for sub in self.subscriptions:
                 await sub.stop()
             await self.nc.close()
+
+
+# --- v2: KV (ADR-8) ------------------------------------------------------------------------------------------------
+
+
+WRONG_LAST_SEQUENCE = 10071  # JSStreamWrongLastSequenceErr
+
+
+@contextlib.contextmanager
+def kv_errors(op: str):
+    """nats-py's KV exceptions as the adapter's: a key without a value is KeyNotFound, API refusals keep codes."""
+    try:
+        yield
+    except nats.js.errors.KeyNotFoundError as exc:  # KeyDeletedError too
+        raise KeyNotFound("not_found", f"{op}: {type(exc).__name__}: {exc}") from None
+    except nats.js.errors.KeyWrongLastSequenceError as exc:
+        # nats-py names the server's 400/10071 by this class and drops the codes; the class is the code's meaning
+        raise ClientError("api", f"{op}: {type(exc).__name__}: {exc}", 400, WRONG_LAST_SEQUENCE) from None
+    except nats.js.errors.APIError as exc:
+        raise ClientError("api", f"{op}: {type(exc).__name__}: {exc}", exc.code, exc.err_code) from None
+    except nats.errors.Error as exc:
+        raise ClientError("other", f"{op}: {type(exc).__name__}: {exc}") from None
+
+
+def kv_entry(entry) -> KvEntry:
+    return KvEntry(entry.bucket, entry.key, entry.value or b"", entry.revision, entry.operation or KV_PUT)
+
+
+class NatsPyKeyValue:
+    def __init__(self, kv) -> None:
+        self.kv = kv
+        self.bucket = kv._name
+
+    async def put(self, key: str, value: bytes) -> int:
+        with kv_errors("put"):
+            return await self.kv.put(key, value)
+
+    async def create(self, key: str, value: bytes) -> int:
+        with kv_errors("create"):
+            return await self.kv.create(key, value)
+
+    async def update(self, key: str, value: bytes, last: int) -> int:
+        with kv_errors("update"):
+            return await self.kv.update(key, value, last=last)
+
+    async def get(self, key: str) -> KvEntry:
+        with kv_errors("get"):
+            return kv_entry(await self.kv.get(key))
+
+    async def delete(self, key: str) -> None:
+        with kv_errors("delete"):
+            await self.kv.delete(key)
+
+    async def purge(self, key: str) -> None:
+        with kv_errors("purge"):
+            await self.kv.purge(key)
+
+    async def keys(self) -> list[str]:
+        with kv_errors("keys"):
+            try:
+                return await self.kv.keys()
+            except nats.js.errors.NoKeysError:  # nats-py's answer for a bucket without live keys
+                return []
+
+    async def history(self, key: str) -> list[KvEntry]:
+        with kv_errors("history"):
+            return [kv_entry(e) for e in await self.kv.history(key)]
+
+    async def status(self) -> KvStatus:
+        with kv_errors("status"):
+            status = await self.kv.status()
+        return KvStatus(status.bucket, status.values, status.history, float(status.ttl or 0))
+
+
+async def natspy_kv_create(session: NatsPySession, bucket: str, *, history=None, ttl=None) -> NatsPyKeyValue:
+    options = {k: v for k, v in (("history", history), ("ttl", ttl)) if v is not None}
+    with kv_errors("kv_create"):
+        return NatsPyKeyValue(await session.js.create_key_value(bucket=bucket, **options))
+
+
+# A section of its own (not a method in the class body) so the adapter's areas merge independently.
+NatsPySession.kv_create = natspy_kv_create
 
 
 class NatsPyAdapter:

@@ -349,7 +349,10 @@ async def cancel(task: asyncio.Task | None) -> None:
 
 
 class Adr37Heartbeats(WrappedSession):
-    async def push(self, stream: str, subject: str, *, idle_heartbeat: float) -> NatsPySubscription:
+    async def push(self, stream: str, subject: str, *, idle_heartbeat: float | None, **consumer) -> NatsPySubscription:
+        if idle_heartbeat is None or any(v is not None for v in consumer.values()):
+            # durable, queue-group or ephemeral-with-threshold push consumers: nats-py's own (no heartbeat to watch)
+            return await self.inner.push(stream, subject, idle_heartbeat=idle_heartbeat, **consumer)
         sub = await WatchedPush(self.inner, idle_heartbeat).start(stream, subject)
         self.inner.subscriptions.append(sub)
         return sub

@@ -2,7 +2,8 @@
 
 It reaches no server. `push`/`ordered` stream 3 deliveries and then, for `push`, the events its `subject` names
 (comma-separated kinds); `fetch` takes `expires_s` to answer (in a thread: requests are handled concurrently);
-`crash` writes a line to stderr and exits 3; `connect` says which credential fields it received.
+`crash` writes a line to stderr and exits 3; `connect` says which credential fields it received; `--start-delay S`
+makes it start reading requests only after S seconds.
 """
 
 from __future__ import annotations
@@ -81,6 +82,9 @@ def handle(request: dict) -> None:
 
 
 def main() -> None:
+    # `--start-delay S`: start reading only after S seconds, as node does while its runtime starts
+    if sys.argv[1:2] == ["--start-delay"]:
+        time.sleep(float(sys.argv[2]))
     for line in sys.stdin:
         handle(json.loads(line))
 

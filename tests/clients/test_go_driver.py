@@ -171,9 +171,10 @@ async def test_hello_names_nats_go_at_the_version_go_mod_requires(driver):
     assert (hello["protocol"], hello["client"], hello["version"]) == (1, "nats.go", required)
     assert hello["runtime"].startswith("go1.") and hello["mono_ns"] > 0
     v1 = {"hello", "connect", "close", "ordered", "push", "consume", "fetch", "stop", "misbehave", "shutdown"}
-    assert set(hello["ops"]) >= v1  # v2 ops come on top
+    kv = {"kv_create", "kv_put", "kv_create_key", "kv_update", "kv_get", "kv_delete", "kv_purge", "kv_keys"}
+    assert set(hello["ops"]) >= v1 | kv | {"kv_history", "kv_status"}  # v2 sections add more
     assert set(hello["ops"]) >= {"obj_create", "obj_put", "obj_get", "obj_info", "obj_list", "obj_delete"}
-    unknown = await driver.call("kv_put")
+    unknown = await driver.call("no_such_op")
     assert unknown["error"]["kind"] == "unsupported"
     malformed = await driver.request({"op": 3})
     assert malformed["error"]["kind"] == "invalid"
@@ -397,3 +398,22 @@ async def test_close_stops_the_sessions_consumptions_and_forgets_the_session(dri
                               idle_heartbeat_s=None)  # fmt: skip
     assert after["error"]["kind"] == "invalid"
     assert (await driver.call("stop", sub="c"))["error"]["kind"] == "invalid"
+
+
+@pytest.mark.asyncio
+async def test_a_durable_queue_push_consumer_is_created_once_and_shared(driver, stream, embedded_server):
+    """`push` with durable and queue creates the grouped consumer; a second member binds it as it is (same deliver
+    subject) and the two share the messages."""
+    js, name = stream
+    await connected(driver, embedded_server.url)
+    for sub in ("m1", "m2"):
+        await driver.ok("push", session="s", sub=sub, stream=name, subject=f"{name}.>", idle_heartbeat_s=None,
+                        durable="Q", queue="Q", inactive_threshold_s=None)  # fmt: skip
+        if sub == "m1":
+            first = (await js.consumer_info(name, "Q")).config
+    config = (await js.consumer_info(name, "Q")).config
+    assert (config.deliver_group, config.deliver_subject) == ("Q", first.deliver_subject)
+    await publish(js, name, 10)
+    await driver.until(lambda: len(driver.deliveries("m1")) + len(driver.deliveries("m2")) == 10)
+    seqs = sorted(d["stream_seq"] for sub in ("m1", "m2") for d in driver.deliveries(sub))
+    assert seqs == list(range(1, 11))

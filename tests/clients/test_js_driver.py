@@ -21,6 +21,8 @@ from jetcheck.fixtures.proxy import NatsProxy
 
 DRIVER_DIR = Path(__file__).resolve().parents[2] / "conformance" / "clients" / "drivers" / "js"
 V1_OPS = {"hello", "connect", "close", "ordered", "push", "consume", "fetch", "stop", "misbehave", "shutdown"}
+KV_OPS = {"kv_create", "kv_put", "kv_create_key", "kv_update", "kv_get", "kv_delete", "kv_purge", "kv_keys"}
+KV_OPS |= {"kv_history", "kv_status"}
 WAIT_S = 5.0
 
 pytestmark = pytest.mark.skipif(
@@ -140,9 +142,9 @@ async def test_hello_names_the_pinned_client_and_every_v1_op(driver):
     assert hello["libraries"]["@nats-io/transport-node"] == pinned_version("@nats-io/transport-node")
     assert hello["runtime"].startswith("node v")
     assert isinstance(hello["mono_ns"], int)
-    assert set(hello["ops"]) >= V1_OPS  # v2 ops come on top
+    assert set(hello["ops"]) >= V1_OPS | KV_OPS  # v2 sections add more
     assert set(hello["ops"]) >= {"obj_create", "obj_put", "obj_get", "obj_info", "obj_list", "obj_delete"}
-    unknown = await driver.call("kv_put")
+    unknown = await driver.call("no_such_op")
     assert (unknown["ok"], unknown["error"]["kind"]) == (False, "unsupported")
 
 
@@ -288,3 +290,20 @@ async def test_misbehave_drops_deliveries_after_a_reset(driver, embedded_server,
     await js.publish(f"{stream}.marker", b"after")
     await driver.wait_for(lambda: driver.deliveries("w"))
     assert [d["stream_seq"] for d in driver.deliveries("o1")] == first
+
+
+@pytest.mark.asyncio
+async def test_a_durable_queue_push_consumer_is_created_once_and_shared(driver, embedded_server, js, stream):
+    """`push` with durable and queue creates the grouped consumer; a second member binds it as it is (same deliver
+    subject) and the two share the messages."""
+    await connect(driver, embedded_server.url)
+    for sub in ("m1", "m2"):
+        await driver.result("push", session="s1", sub=sub, stream=stream, subject=f"{stream}.>",
+                            idle_heartbeat_s=None, durable="Q", queue="Q", inactive_threshold_s=None)  # fmt: skip
+        if sub == "m1":
+            first = (await js.consumer_info(stream, "Q")).config
+    config = (await js.consumer_info(stream, "Q")).config
+    assert (config.deliver_group, config.deliver_subject) == ("Q", first.deliver_subject)
+    seqs = await publish(js, stream, 10)
+    await driver.wait_for(lambda: len(driver.deliveries("m1")) + len(driver.deliveries("m2")) == 10)
+    assert sorted(d["stream_seq"] for sub in ("m1", "m2") for d in driver.deliveries(sub)) == seqs

@@ -25,14 +25,15 @@ class Proof:
     breakers: tuple[str, ...]
     areas: tuple[str, ...]
     breaks: frozenset[str]
+    client: str = "nats-py"  # the client under test (--client): a wire breaker breaks any client's rules
 
     @property
     def id(self) -> str:
-        return "+".join(self.breakers)
+        return "+".join(self.breakers) + ("" if self.client == "nats-py" else f":{self.client}")
 
 
-def proof(breakers: str, areas: str, breaks: set[str]) -> Proof:
-    return Proof(tuple(breakers.split(",")), tuple(areas.split(",")), frozenset(breaks))
+def proof(breakers: str, areas: str, breaks: set[str], client: str = "nats-py") -> Proof:
+    return Proof(tuple(breakers.split(",")), tuple(areas.split(",")), frozenset(breaks), client)
 
 
 @contextmanager
@@ -54,10 +55,11 @@ def broken_proxy(upstream_url: str, breakers: tuple[str, ...]) -> Iterator[str]:
         proc.communicate(timeout=10)
 
 
-def certify(server: str, out: Path, *pytest_args: str) -> tuple[int, list[CheckResult]]:
-    """`jetcheck certify --server SERVER --out OUT -- PYTEST_ARGS`: its exit status and results."""
+def certify(server: str, out: Path, *pytest_args: str, client: str = "nats-py") -> tuple[int, list[CheckResult]]:
+    """`jetcheck certify --server SERVER --client CLIENT --out OUT -- PYTEST_ARGS`: its exit status and results."""
+    command = [sys.executable, "-m", "jetcheck.cli", "certify", "--server", server, "--client", client]
     proc = subprocess.run(
-        [sys.executable, "-m", "jetcheck.cli", "certify", "--server", server, "--out", str(out), "--", *pytest_args],
+        [*command, "--out", str(out), "--", *pytest_args],
         capture_output=True,
         text=True,
         timeout=CERTIFY_TIMEOUT_S,
@@ -83,7 +85,7 @@ def assert_breaks_exactly(server_url: str, out: Path, case: Proof) -> None:
     """Certify `case.areas` through `case.breakers` in front of `server_url`: exactly `case.breaks` fail, every
     other check passes or is na, and certify's exit status says whether a MUST check failed."""
     with broken_proxy(server_url, case.breakers) as url:
-        status, results = certify(url, out, "-m", markexpr(case.areas))
+        status, results = certify(url, out, "-m", markexpr(case.areas), client=case.client)
     failed, odd = outcome(results)
     assert results, "no checks ran"
     assert not odd, f"checks that neither passed, failed nor were na: {odd}"

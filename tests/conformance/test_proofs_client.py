@@ -32,7 +32,7 @@ CERTIFY_TIMEOUT_S = 300
 # The certify runs spend their time waiting out short timeouts and heartbeat intervals (a few seconds of CPU in a
 # 20-60 s run); two at a time keeps timing-sensitive checks honest on 2 cores.
 CONCURRENT_RUNS = 2
-AREAS = "client and (ordered or heartbeat)"  # the client rules that go through the client adapter
+AREAS = "client and (ordered or heartbeat or push)"  # the client rules that go through the client adapter
 
 GAP = "ordered.gap-recovered"
 CONFIG = "ordered.recreated-config"
@@ -46,6 +46,12 @@ REPORTS = "heartbeat.client-reports-missed"
 QUIET = "heartbeat.client-quiet-while-flowing"
 NOT_TERMINAL = "heartbeat.client-not-terminal"
 RESETS = {GAP, CONFIG, RELEASED, FILTER, START}  # checks that lose a delivery in transit to force a reset
+PUSH_ONCE = {"push.durable-config", "push.ephemeral", "push.queue-group"}  # each message delivered exactly once
+# Adapter rules a client cannot break because they are `na` for it, with why (the rule's check says so too).
+NOT_APPLICABLE = {
+    client: {"push.queue-group-enforced": "the client takes a push consumer's queue from its deliver_group"}
+    for client in ("nats.js", "nats.go")
+}
 
 
 @dataclass(frozen=True)
@@ -67,7 +73,7 @@ BREAKS = {
         frozenset({STALL, DELETED, RESTART}),
         "an ordered consumer ends too when its client reports missed heartbeats while it recovers",
     ),
-    "duplicate-delivery": Breaks(frozenset(RESETS | {DELETED, RESTART, STALL, QUIET, NOT_TERMINAL})),
+    "duplicate-delivery": Breaks(frozenset(RESETS | PUSH_ONCE | {DELETED, RESTART, STALL, QUIET, NOT_TERMINAL})),
     "drop-deliveries-after-reset": Breaks(
         frozenset(RESETS),
         frozenset({DELETED, RESTART, STALL}),

@@ -204,6 +204,9 @@ type request struct {
 	Start              *startPolicy       `json:"start"`
 	InactiveThresholdS *float64           `json:"inactive_threshold_s"`
 	Modes              []string           `json:"modes"`
+	Durable            string             `json:"durable"`
+	Queue              string             `json:"queue"`
+	Raw                []byte             `json:"-"`   // the whole request, for the ops of later protocol sections
 	Obj                json.RawMessage    `json:"obj"` // object store ops' arguments (objectstore.go)
 }
 
@@ -240,6 +243,9 @@ func (d *driver) handle(req *request) (any, error) {
 		return d.stop(req.Sub)
 	case "misbehave":
 		return d.misbehave(req.Modes)
+	}
+	if strings.HasPrefix(req.Op, "kv_") {
+		return d.kv(req)
 	}
 	if isObjectOp(req.Op) {
 		return d.objectStore(req)
@@ -765,13 +771,18 @@ func (d *driver) push(req *request) (any, error) {
 	if req.IdleHeartbeatS != nil {
 		cfg.IdleHeartbeat = seconds(*req.IdleHeartbeatS)
 	}
+	cfg.Durable = req.Durable
+	cfg.DeliverGroup = req.Queue
+	if req.InactiveThresholdS != nil {
+		cfg.InactiveThreshold = seconds(*req.InactiveThresholdS)
+	}
 	sub, err := d.newSubscription(s.id, req.Sub, false)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
-	cons, err := s.js.CreateOrUpdatePushConsumer(ctx, req.Stream, cfg)
+	cons, err := pushConsumer(ctx, s.js, req.Stream, cfg)
 	if err != nil {
 		d.forget(sub)
 		return nil, err
@@ -791,6 +802,18 @@ func (d *driver) push(req *request) (any, error) {
 		heartbeat = info.Config.IdleHeartbeat.Seconds()
 	}
 	return map[string]any{"consumer": info.Name, "effective_idle_heartbeat_s": heartbeat}, nil
+}
+
+// pushConsumer binds a durable push consumer that exists as it is (a second queue member must not move its deliver
+// subject), and creates it otherwise.
+func pushConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig) (jetstream.PushConsumer, error) {
+	if cfg.Durable != "" {
+		cons, err := js.PushConsumer(ctx, stream, cfg.Durable)
+		if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return cons, err
+		}
+	}
+	return js.CreateOrUpdatePushConsumer(ctx, stream, cfg)
 }
 
 // acking wraps a handler so each message is acknowledged after it was streamed.
@@ -1049,6 +1072,7 @@ func main() {
 			}
 			continue
 		}
+		req.Raw = []byte(line)
 		if req.Op == "shutdown" {
 			d.wg.Wait()
 			d.respond(*req.ID, nil, nil)

@@ -38,8 +38,8 @@ type objectRequest struct {
 	} `json:"meta"`
 }
 
-// notFound keeps the client's own not-found (and already-exists, digest-mismatch) errors under the protocol's kinds.
-func notFound(err error) error {
+// objectError keeps the client's own not-found (and already-exists, digest-mismatch) errors under the protocol's kinds.
+func objectError(err error) error {
 	switch {
 	case errors.Is(err, jetstream.ErrObjectNotFound), errors.Is(err, jetstream.ErrBucketNotFound),
 		errors.Is(err, jetstream.ErrStreamNotFound):
@@ -79,7 +79,7 @@ func (d *driver) objectStore(req *request) (any, error) {
 	}
 	store, err := s.js.ObjectStore(ctx, args.Bucket)
 	if err != nil {
-		return nil, notFound(err)
+		return nil, objectError(err)
 	}
 	switch req.Op {
 	case "obj_put":
@@ -99,12 +99,12 @@ func (d *driver) objectStore(req *request) (any, error) {
 	case "obj_get":
 		result, err := store.Get(ctx, args.Name)
 		if err != nil {
-			return nil, notFound(err)
+			return nil, objectError(err)
 		}
 		defer result.Close()
 		data, err := io.ReadAll(result)
 		if err != nil {
-			return nil, notFound(err)
+			return nil, objectError(err)
 		}
 		return map[string]any{"data_b64": base64.StdEncoding.EncodeToString(data)}, nil
 	case "obj_info":
@@ -114,7 +114,7 @@ func (d *driver) objectStore(req *request) (any, error) {
 		}
 		info, err := store.GetInfo(ctx, args.Name, opts...)
 		if err != nil {
-			return nil, notFound(err)
+			return nil, objectError(err)
 		}
 		return map[string]any{"info": info}, nil
 	case "obj_list":
@@ -130,7 +130,7 @@ func (d *driver) objectStore(req *request) (any, error) {
 		}
 		return map[string]any{"infos": infos}, nil
 	case "obj_delete":
-		return nil, notFound(store.Delete(ctx, args.Name))
+		return nil, objectError(store.Delete(ctx, args.Name))
 	case "obj_update_meta":
 		if args.Meta == nil {
 			return nil, failure("invalid", "obj_update_meta needs \"meta\"")
@@ -139,16 +139,16 @@ func (d *driver) objectStore(req *request) (any, error) {
 		if len(args.Meta.Headers) > 0 {
 			meta.Headers = nats.Header(args.Meta.Headers)
 		}
-		return nil, notFound(store.UpdateMeta(ctx, args.Name, meta))
+		return nil, objectError(store.UpdateMeta(ctx, args.Name, meta))
 	case "obj_add_link":
 		// AddLink takes the target's info: read as the client reads it, a deleted one included.
 		target, err := store.GetInfo(ctx, args.Target, jetstream.GetObjectInfoShowDeleted())
 		if err != nil {
-			return nil, notFound(err)
+			return nil, objectError(err)
 		}
 		info, err := store.AddLink(ctx, args.Name, target)
 		if err != nil {
-			return nil, notFound(err)
+			return nil, objectError(err)
 		}
 		return map[string]any{"info": info}, nil
 	}

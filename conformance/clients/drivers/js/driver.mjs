@@ -19,6 +19,7 @@ import {
   JetStreamError,
   jetstreamManager,
 } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
 import {
   connect,
   createInbox,
@@ -348,6 +349,17 @@ function readSecret(path) {
   }
 }
 
+// A durable push consumer that exists is bound as it is (a second queue member must not move its deliver subject).
+async function existingDurable(jsm, stream, durable) {
+  if (!durable) return null;
+  try {
+    return await jsm.consumers.info(stream, durable);
+  } catch (err) {
+    if (err instanceof JetStreamApiError && err.code === 10014) return null; // consumer not found
+    throw err;
+  }
+}
+
 const handlers = {
   async hello() {
     return {
@@ -434,10 +446,15 @@ const handlers = {
     if (req.idle_heartbeat_s !== null && req.idle_heartbeat_s !== undefined) {
       config.idle_heartbeat = nanos(ms(req.idle_heartbeat_s));
     }
+    if (req.durable) config.durable_name = need(req, "durable", "string");
+    if (req.queue) config.deliver_group = need(req, "queue", "string");
+    if (req.inactive_threshold_s !== null && req.inactive_threshold_s !== undefined) {
+      config.inactive_threshold = nanos(ms(req.inactive_threshold_s));
+    }
     const sub = newSub(req, session);
     try {
       const jsm = await session.manager();
-      const info = await jsm.consumers.add(stream, config);
+      const info = (await existingDurable(jsm, stream, req.durable)) ?? (await jsm.consumers.add(stream, config));
       const consumer = await session.js.consumers.getPushConsumer(stream, info.name);
       follow(sub, await consumer.consume(), false);
       // The client watches the consumer's own idle_heartbeat as configured (it raises no push heartbeat).
@@ -568,6 +585,85 @@ async function closeAll() {
   sessions.clear();
   await Promise.all(all.map(closeSession));
 }
+
+// ---- v2: KV (ADR-8) --------------------------------------------------------------------------------------------
+
+function kvEntry(e) {
+  return {
+    bucket: e.bucket,
+    key: e.key,
+    value_b64: Buffer.from(e.value ?? new Uint8Array()).toString("base64"),
+    revision: e.revision,
+    operation: e.operation ?? "PUT",
+    created: e.created instanceof Date ? e.created.toISOString() : null,
+  };
+}
+
+async function kvOf(req) {
+  const session = sessionOf(req);
+  const bucket = need(req, "bucket", "string");
+  session.kvs ??= new Map();
+  let kv = session.kvs.get(bucket);
+  if (!kv) {
+    kv = await new Kvm(session.js).open(bucket);
+    session.kvs.set(bucket, kv);
+  }
+  return kv;
+}
+
+const valueOf = (req) => new Uint8Array(Buffer.from(req.value_b64 ?? "", "base64"));
+
+Object.assign(handlers, {
+  async kv_create(req) {
+    const session = sessionOf(req);
+    const bucket = need(req, "bucket", "string");
+    const options = {};
+    if (req.history !== null && req.history !== undefined) options.history = req.history;
+    if (req.ttl_s !== null && req.ttl_s !== undefined) options.ttl = ms(req.ttl_s);
+    const kv = await new Kvm(session.js).create(bucket, options);
+    session.kvs ??= new Map();
+    session.kvs.set(bucket, kv);
+    return {};
+  },
+  async kv_put(req) {
+    return { revision: await (await kvOf(req)).put(need(req, "key", "string"), valueOf(req)) };
+  },
+  async kv_create_key(req) {
+    return { revision: await (await kvOf(req)).create(need(req, "key", "string"), valueOf(req)) };
+  },
+  async kv_update(req) {
+    return { revision: await (await kvOf(req)).update(need(req, "key", "string"), valueOf(req), need(req, "last", "number")) };
+  },
+  async kv_get(req) {
+    const key = need(req, "key", "string");
+    const entry = await (await kvOf(req)).get(key);
+    // @nats-io/kv documents get() as null for a key never written; a deleted one comes back as its DEL/PURGE entry
+    if (entry === null) throw new RequestError("not_found", `KvBucket.get(${JSON.stringify(key)}) returned null`);
+    return { entry: kvEntry(entry) };
+  },
+  async kv_delete(req) {
+    await (await kvOf(req)).delete(need(req, "key", "string"));
+    return {};
+  },
+  async kv_purge(req) {
+    await (await kvOf(req)).purge(need(req, "key", "string"));
+    return {};
+  },
+  async kv_keys(req) {
+    const keys = [];
+    for await (const key of await (await kvOf(req)).keys()) keys.push(key);
+    return { keys };
+  },
+  async kv_status(req) {
+    const status = await (await kvOf(req)).status();
+    return { bucket: status.bucket, values: status.values, history: status.history, ttl_s: status.ttl / 1000 };
+  },
+  async kv_history(req) {
+    const entries = [];
+    for await (const e of await (await kvOf(req)).history({ key: need(req, "key", "string") })) entries.push(kvEntry(e));
+    return { entries };
+  },
+});
 
 Object.assign(handlers, objectStoreHandlers(sessionOf, need));
 

@@ -1,0 +1,165 @@
+"""The KV client rules can fail for every client: certify each client's KV checks through the KV breakers.
+
+The wire breakers sit in a proxy in front of the server that both the client under test and the suite reach, so
+they apply to any client. Each row certifies one client through one set of breakers and must fail every check of
+the KV client rules the table says those breakers break, while every other KV client check keeps the status it has
+for that client without breakers (its reference run). Expectations come from the table, the same for every client.
+Server (wire) rules are left to test_proofs_kv: they judge the server, whatever the client.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from jetcheck.conformance.catalog import load_catalog
+from jetcheck.records import RESULTS_FILE, CheckResult, read_results
+
+from .proofs import broken_proxy
+from .test_proofs_client import check_name, missing_toolchain
+
+CERTIFY_TIMEOUT_S = 240
+CLIENTS = ("nats-py", "nats.js", "nats.go")
+AREA = "kv and client"
+# The KV client rules whose checks go through the client adapter (the watch ones do not yet).
+KV_ADAPTER_RULES = frozenset(
+    {
+        "kv.bucket-stream",
+        "kv.bucket-allow-direct",
+        "kv.ttl-duplicate-window",
+        "kv.history-bounds",
+        "kv.history-kept",
+        "kv.put-get",
+        "kv.create-client",
+        "kv.update-client",
+        "kv.delete-marker",
+        "kv.purge-marker",
+        "kv.get-missing",
+        "kv.keys",
+        "kv.status",
+    }
+)
+STREAM_CONFIG = frozenset(
+    {"kv.bucket-stream", "kv.bucket-allow-direct", "kv.ttl-duplicate-window", "kv.history-bounds", "kv.history-kept"}
+    | {"kv.status"}  # the history it reports is the stream's
+)
+# Everything that reads a key: a client that keeps asking DIRECT.GET of a bucket stream created without allow_direct
+# (nats.js sets its direct flag from the config it asked for) finds no responder there.
+READS = KV_ADAPTER_RULES - STREAM_CONFIG - {"kv.history-kept"}
+WITHOUT_DIRECT = "a client that reads by direct get whatever the created stream says finds no responder"
+
+
+@dataclass(frozen=True)
+class Breaks:
+    """What breakers break: every check of `must` fails; checks of `may` fail or not, by client."""
+
+    must: frozenset[str]
+    may: frozenset[str] = frozenset()
+    why_may: str = ""
+
+
+# breakers -> the KV adapter rules they break, the same for every client.
+BREAKS = {
+    "kv-stream-config": Breaks(STREAM_CONFIG, READS, WITHOUT_DIRECT),
+    "strip-expected": Breaks(frozenset({"kv.create-client", "kv.update-client"})),
+    # create() of a deleted key reads its marker's operation to know it may recreate it
+    "kv-strip-operation": Breaks(frozenset({"kv.delete-marker", "kv.purge-marker", "kv.keys", "kv.create-client"})),
+    # Without allow_direct every client that honours the stream's config reads through STREAM.MSG.GET, garbled here.
+    "kv-stream-config,kv-get-garbled": Breaks(
+        STREAM_CONFIG | {"kv.put-get", "kv.get-missing"},
+        READS - {"kv.put-get", "kv.get-missing"},
+        WITHOUT_DIRECT + "; a garbled get breaks what the check reads back",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class KvProof:
+    client: str
+    breakers: str = ""  # "" for the client's reference run
+
+    @property
+    def id(self) -> str:
+        return f"{self.client}:{self.breakers or 'reference'}"
+
+    @property
+    def breaks(self) -> frozenset[str]:
+        return BREAKS[self.breakers].must if self.breakers else frozenset()
+
+    @property
+    def may(self) -> frozenset[str]:
+        return BREAKS[self.breakers].may if self.breakers else frozenset()
+
+
+# Through the proxy with kv-strip-operation, nats.js 3.4.0's first put of a check times out although the breaker
+# changes no frame (it reports no hits) and the same put passes through strip-expected: a proxy defect, not yet found.
+# strict, so the row is noticed once it passes.
+PROXY_STALLS_NATS_JS = pytest.mark.xfail(
+    reason="kv-strip-operation stalls nats.js puts in the proxy (no breaker hit): proxy defect to find", strict=True
+)
+
+
+def proof_param(case: KvProof):
+    stalls = case.client == "nats.js" and case.breakers == "kv-strip-operation"
+    return pytest.param(case, id=case.id, marks=[PROXY_STALLS_NATS_JS] if stalls else [])
+
+
+PROOFS = [proof_param(KvProof(client, breakers)) for client in CLIENTS for breakers in ("", *BREAKS)]
+
+
+def certify(server: str, client: str, out: Path) -> tuple[int, list[CheckResult], str]:
+    command = [sys.executable, "-m", "jetcheck.cli", "certify", "--server", server, "--client", client,
+               "--out", str(out), "--", "-m", AREA]  # fmt: skip
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=CERTIFY_TIMEOUT_S)
+    if not (out / RESULTS_FILE).exists():
+        raise AssertionError(f"certify wrote no results (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc.returncode, list(read_results(out / RESULTS_FILE)), proc.stderr[-2000:]
+
+
+@pytest.fixture(scope="module")
+def reference(embedded_server, tmp_path_factory):
+    """Each client's KV client checks without breakers, by check name (run once per client, on first use)."""
+    runs: dict[str, dict[str, str]] = {}
+
+    def of(client: str) -> dict[str, str]:
+        if client not in runs:
+            _, results, stderr = certify(embedded_server.url, client, tmp_path_factory.mktemp("reference"))
+            assert results, f"the {client} reference run ran no checks: {stderr}"
+            runs[client] = {check_name(r): r.status for r in results}
+        return runs[client]
+
+    return of
+
+
+def test_the_table_covers_every_kv_adapter_rule():
+    """Every KV client rule that goes through the adapter is broken by some row, and is a client rule."""
+    catalog = load_catalog()
+    assert all(catalog[rule].subject == "client" for rule in KV_ADAPTER_RULES)
+    assert set().union(*(row.must for row in BREAKS.values())) == KV_ADAPTER_RULES
+
+
+@pytest.mark.parametrize("case", PROOFS)
+def test_kv_breakers_fail_exactly_their_client_rules(embedded_server, reference, tmp_path, case):
+    """Through the breakers, the client fails every check of the rules they break; its other KV client checks
+    keep their reference status."""
+    if reason := missing_toolchain(case.client):
+        pytest.skip(reason)
+    baseline = reference(case.client)
+    if not case.breakers:
+        ported = {name: status for name, status in baseline.items() if status not in ("pass", "fail", "na")}
+        assert not ported or all(s == "skip" for s in ported.values()), f"odd reference statuses: {ported}"
+        return
+    with broken_proxy(embedded_server.url, tuple(case.breakers.split(","))) as url:
+        _, results, stderr = certify(url, case.client, tmp_path)
+    assert results, f"no checks ran: {stderr}"
+    ours = [r for r in results if r.id in KV_ADAPTER_RULES]
+    unbroken = sorted(f"{check_name(r)}: {r.status}: {r.message[:300]}" for r in ours
+                      if r.id in case.breaks and r.status != "fail")  # fmt: skip
+    assert not unbroken, f"{case.id} should fail every check of {sorted(case.breaks)}; these did not: {unbroken}"
+    changed = {check_name(r): f"{baseline.get(check_name(r))} -> {r.status}: {r.message[:200]}" for r in ours
+               if r.id not in case.breaks | case.may and r.status != baseline.get(check_name(r))}  # fmt: skip
+    assert not changed, f"{case.id} changed checks of rules it should not break: {changed}"
