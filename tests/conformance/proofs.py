@@ -55,8 +55,11 @@ def broken_proxy(upstream_url: str, breakers: tuple[str, ...]) -> Iterator[str]:
         proc.communicate(timeout=10)
 
 
-def certify(server: str, out: Path, *pytest_args: str, client: str = "nats-py") -> tuple[int, list[CheckResult]]:
-    """`jetcheck certify --server SERVER --client CLIENT --out OUT -- PYTEST_ARGS`: its exit status and results."""
+def certify_run(
+    server: str, out: Path, *pytest_args: str, client: str = "nats-py"
+) -> tuple[int, list[CheckResult], str]:
+    """`jetcheck certify --server SERVER --client CLIENT --out OUT -- PYTEST_ARGS`: its exit status, results and the
+    tail of its stderr."""
     command = [sys.executable, "-m", "jetcheck.cli", "certify", "--server", server, "--client", client]
     proc = subprocess.run(
         [*command, "--out", str(out), "--", *pytest_args],
@@ -67,7 +70,13 @@ def certify(server: str, out: Path, *pytest_args: str, client: str = "nats-py") 
     results_path = out / RESULTS_FILE
     if not results_path.exists():
         raise AssertionError(f"certify wrote no results (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return proc.returncode, list(read_results(results_path))
+    return proc.returncode, list(read_results(results_path)), proc.stderr[-2000:]
+
+
+def certify(server: str, out: Path, *pytest_args: str, client: str = "nats-py") -> tuple[int, list[CheckResult]]:
+    """`jetcheck certify ...` as certify_run, without its stderr."""
+    code, results, _stderr = certify_run(server, out, *pytest_args, client=client)
+    return code, results
 
 
 def outcome(results: list[CheckResult]) -> tuple[set[str], dict[str, str]]:

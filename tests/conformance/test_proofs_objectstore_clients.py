@@ -8,19 +8,16 @@ row is skipped with the driver build's own reason.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from jetcheck.records import RESULTS_FILE, CheckResult, read_results
+from jetcheck.records import CheckResult
 
-from .proofs import broken_proxy, outcome
+from .proofs import broken_proxy, certify_run, outcome
 from .test_proofs_client import missing_toolchain
 
-CERTIFY_TIMEOUT_S = 240
 # The checks of the rules that go through the adapter's object store; the rest still drive nats-py themselves.
 PORTED = {
     "objectstore.bucket-stream": "test_bucket_is_an_obj_stream_on_chunk_and_meta_subjects",
@@ -118,12 +115,7 @@ PROOFS = [
 
 def certify(server: str, client: str, out: Path) -> tuple[int, list[CheckResult], str]:
     selected = " or ".join(PORTED.values())
-    command = [sys.executable, "-m", "jetcheck.cli", "certify", "--server", server, "--client", client,
-               "--out", str(out), "--", "-m", "objectstore", "-k", selected]  # fmt: skip
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=CERTIFY_TIMEOUT_S)
-    if not (out / RESULTS_FILE).exists():
-        raise AssertionError(f"certify wrote no results (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return proc.returncode, list(read_results(out / RESULTS_FILE)), proc.stderr[-2000:]
+    return certify_run(server, out, "-m", "objectstore", "-k", selected, client=client)
 
 
 @pytest.mark.parametrize("case", PROOFS, ids=lambda p: p.id)
