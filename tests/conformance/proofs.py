@@ -32,6 +32,16 @@ class Proof:
         return "+".join(self.breakers) + ("" if self.client == "nats-py" else f":{self.client}")
 
 
+@dataclass(frozen=True)
+class Breaks:
+    """What a misbehaviour (a client variant, a breaker) breaks: every check of `must` fails; checks of `may` fail
+    or not, by client, for the reason `why_may`."""
+
+    must: frozenset[str]
+    may: frozenset[str] = frozenset()
+    why_may: str = ""
+
+
 def proof(breakers: str, areas: str, breaks: set[str], client: str = "nats-py") -> Proof:
     return Proof(tuple(breakers.split(",")), tuple(areas.split(",")), frozenset(breaks), client)
 
@@ -56,16 +66,21 @@ def broken_proxy(upstream_url: str, breakers: tuple[str, ...]) -> Iterator[str]:
 
 
 def certify_run(
-    server: str, out: Path, *pytest_args: str, client: str = "nats-py"
+    server: str,
+    out: Path,
+    *pytest_args: str,
+    client: str = "nats-py",
+    options: tuple[str, ...] = (),
+    timeout_s: float = CERTIFY_TIMEOUT_S,
 ) -> tuple[int, list[CheckResult], str]:
-    """`jetcheck certify --server SERVER --client CLIENT --out OUT -- PYTEST_ARGS`: its exit status, results and the
-    tail of its stderr."""
-    command = [sys.executable, "-m", "jetcheck.cli", "certify", "--server", server, "--client", client]
+    """`jetcheck certify --server SERVER --client CLIENT OPTIONS --out OUT -- PYTEST_ARGS`: its exit status, results
+    and the tail of its stderr."""
+    command = [sys.executable, "-m", "jetcheck.cli", "certify", "--server", server, "--client", client, *options]
     proc = subprocess.run(
         [*command, "--out", str(out), "--", *pytest_args],
         capture_output=True,
         text=True,
-        timeout=CERTIFY_TIMEOUT_S,
+        timeout=timeout_s,
     )
     results_path = out / RESULTS_FILE
     if not results_path.exists():

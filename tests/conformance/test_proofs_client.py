@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import functools
 import os
-import subprocess
-import sys
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +23,9 @@ import pytest
 from jetcheck.config import ConfigError
 from jetcheck.conformance.clients.build import find_go, go_required, need_tool
 from jetcheck.fixtures.binaries import DEFAULT_VERSION
-from jetcheck.records import RESULTS_FILE, CheckResult, read_results
+from jetcheck.records import CheckResult
+
+from .proofs import Breaks, certify_run
 
 SERVER_VERSION = os.environ.get("JETCHECK_SERVER_VERSION", DEFAULT_VERSION)
 CERTIFY_TIMEOUT_S = 300
@@ -52,15 +52,6 @@ NOT_APPLICABLE = {
     client: {"push.queue-group-enforced": "the client takes a push consumer's queue from its deliver_group"}
     for client in ("nats.js", "nats.go")
 }
-
-
-@dataclass(frozen=True)
-class Breaks:
-    """What a misbehaviour breaks: every check of `must` fails; checks of `may` fail or not, by client."""
-
-    must: frozenset[str]
-    may: frozenset[str] = frozenset()
-    why_may: str = ""
 
 
 # variant -> the rules it breaks, the same for every client that has the variant.
@@ -146,13 +137,9 @@ def missing_toolchain(client: str) -> str:
 
 
 def certify(client: str, out: Path, *pytest_args: str) -> tuple[int, list[CheckResult], str]:
-    command = [sys.executable, "-m", "jetcheck.cli", "certify", "--server", "local", "--server-version",
-               SERVER_VERSION, "--client", client, "--out", str(out), "--", *pytest_args]  # fmt: skip
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=CERTIFY_TIMEOUT_S)
-    results_path = out / RESULTS_FILE
-    if not results_path.exists():
-        raise AssertionError(f"certify wrote no results (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return proc.returncode, list(read_results(results_path)), proc.stderr[-2000:]
+    """A managed server of its own per run: the restart checks need one."""
+    options = ("--server-version", SERVER_VERSION)
+    return certify_run("local", out, *pytest_args, client=client, options=options, timeout_s=CERTIFY_TIMEOUT_S)
 
 
 def check_name(result: CheckResult) -> str:

@@ -17,7 +17,7 @@ import pytest
 from jetcheck.conformance.catalog import load_catalog
 from jetcheck.records import CheckResult
 
-from .proofs import broken_proxy, certify_run
+from .proofs import Breaks, broken_proxy, certify_run
 from .test_proofs_client import check_name, missing_toolchain
 
 CLIENTS = ("nats-py", "nats.js", "nats.go")
@@ -48,15 +48,6 @@ STREAM_CONFIG = frozenset(
 # (nats.js sets its direct flag from the config it asked for) finds no responder there.
 READS = KV_ADAPTER_RULES - STREAM_CONFIG - {"kv.history-kept"}
 WITHOUT_DIRECT = "a client that reads by direct get whatever the created stream says finds no responder"
-
-
-@dataclass(frozen=True)
-class Breaks:
-    """What breakers break: every check of `must` fails; checks of `may` fail or not, by client."""
-
-    must: frozenset[str]
-    may: frozenset[str] = frozenset()
-    why_may: str = ""
 
 
 # breakers -> the KV adapter rules they break, the same for every client.
