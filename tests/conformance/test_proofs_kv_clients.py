@@ -83,25 +83,7 @@ class KvProof:
         return BREAKS[self.breakers].may if self.breakers else frozenset()
 
 
-# Through the proxy with kv-strip-operation, nats.js 3.4.0's first put of a check times out although the breaker
-# changes no frame (it reports no hits) and the same put passes through strip-expected: a proxy defect, not yet found.
-# strict, so the row is noticed once it passes.
-PROXY_STALLS_NATS_JS = pytest.mark.xfail(
-    reason="kv-strip-operation stalls nats.js puts in the proxy (no breaker hit): proxy defect to find", strict=True
-)
-
-
-# What the stalled row would prove: these rules have no proof for nats.js until the proxy defect is found
-UNPROVEN = {"nats.js": {rule: PROXY_STALLS_NATS_JS.kwargs["reason"] for rule in ("kv.delete-marker", "kv.keys",
-                                                                              "kv.purge-marker")}}  # fmt: skip
-
-
-def proof_param(case: KvProof):
-    stalls = case.client == "nats.js" and case.breakers == "kv-strip-operation"
-    return pytest.param(case, id=case.id, marks=[PROXY_STALLS_NATS_JS] if stalls else [])
-
-
-PROOFS = [proof_param(KvProof(client, breakers)) for client in CLIENTS for breakers in ("", *BREAKS)]
+PROOFS = [KvProof(client, breakers) for client in CLIENTS for breakers in ("", *BREAKS)]
 
 
 def certify(server: str, client: str, out: Path) -> tuple[int, list[CheckResult], str]:
@@ -130,7 +112,7 @@ def test_the_table_covers_every_kv_adapter_rule():
     assert set().union(*(row.must for row in BREAKS.values())) == KV_ADAPTER_RULES
 
 
-@pytest.mark.parametrize("case", PROOFS)
+@pytest.mark.parametrize("case", PROOFS, ids=lambda case: case.id)
 def test_kv_breakers_fail_exactly_their_client_rules(embedded_server, reference, tmp_path, case):
     """Through the breakers, the client fails every check of the rules they break; its other KV client checks
     keep their reference status."""
