@@ -76,6 +76,7 @@ async def fetch_with_heartbeats_dropped(client, target, proxied, nc, stream, nam
             return {"expires_s": expires, "reported": f"unsupported: {exc}", "kind": "unsupported"}
     return {
         "expires_s": expires,
+        "effective_idle_heartbeat_s": outcome.effective_idle_heartbeat_s,
         "ended_after_s": round(outcome.took_s, 3),
         "reported": outcome.error.detail if outcome.error else "",
         "kind": outcome.error.kind if outcome.error else "",

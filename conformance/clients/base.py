@@ -166,6 +166,7 @@ class FetchOutcome:
     deliveries: list[Delivery]
     error: ClientEvent | None  # how the fetch ended when it did not end with messages
     took_s: float
+    effective_idle_heartbeat_s: float | None = None  # the heartbeat the fetch used (raised, defaulted); None: none
 
 
 class ClientSession(Protocol):

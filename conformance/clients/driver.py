@@ -475,7 +475,10 @@ class DriverSession:
         if error:
             kind = EVENT_KINDS.get(error.get("kind", ""), error.get("kind") or ERROR)
             event = ClientEvent(kind, str(error.get("detail", "")), asyncio.get_running_loop().time())
-        return FetchOutcome(deliveries, event, float(answer.get("took_s", 0.0)))
+        heartbeat = answer.get("effective_idle_heartbeat_s")
+        return FetchOutcome(
+            deliveries, event, float(answer.get("took_s", 0.0)), float(heartbeat) if heartbeat is not None else None
+        )
 
     async def object_store(self, bucket: str) -> DriverObjectStore:
         store = DriverObjectStore(self, bucket)

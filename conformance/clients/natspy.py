@@ -163,14 +163,14 @@ class NatsPySession:
     async def fetch(
         self, stream: str, consumer: str, *, batch: int, expires: float, idle_heartbeat: float | None
     ) -> FetchOutcome:
-        sub = await self.js.pull_subscribe_bind(consumer, stream=stream)
+        sub = await self.js.pull_subscribe_bind(consumer, stream=stream)  # it asks for idle_heartbeat as given
         started = time.monotonic()
         try:
             msgs = await sub.fetch(batch, timeout=expires, heartbeat=idle_heartbeat)
-            return FetchOutcome([delivery(m) for m in msgs], None, time.monotonic() - started)
+            return FetchOutcome([delivery(m) for m in msgs], None, time.monotonic() - started, idle_heartbeat)
         except (nats.errors.TimeoutError, nats.js.errors.APIError) as exc:
             event = ClientEvent(ERROR, f"{type(exc).__name__}: {exc}", asyncio.get_running_loop().time())
-            return FetchOutcome([], event, time.monotonic() - started)
+            return FetchOutcome([], event, time.monotonic() - started, idle_heartbeat)
         finally:
             await sub.unsubscribe()
 

@@ -47,8 +47,9 @@ def stream(request: dict) -> None:
 
 def fetch(request: dict) -> None:
     time.sleep(request["expires_s"])
+    raised = max(request["idle_heartbeat_s"], 0.5) if request.get("idle_heartbeat_s") else None
     ok(request, {"deliveries": [], "error": {"kind": "timeout", "detail": "fake: no messages"},
-                 "took_s": request["expires_s"]})  # fmt: skip
+                 "took_s": request["expires_s"], "effective_idle_heartbeat_s": raised})  # fmt: skip
 
 
 def handle(request: dict) -> None:

@@ -64,6 +64,15 @@ async def test_a_long_request_does_not_hold_up_others(adapter):
 
 
 @pytest.mark.asyncio
+async def test_a_fetch_outcome_carries_the_heartbeat_the_client_used(adapter):
+    """The fetch's effective_idle_heartbeat_s, as the driver reports it, reaches the check."""
+    session = await adapter.connect("nats://127.0.0.1:1", Credentials())
+    outcome = await session.fetch("S", "C", batch=1, expires=0.1, idle_heartbeat=0.3)
+    await session.close()
+    assert outcome.effective_idle_heartbeat_s == 0.5  # the fake raises it as nats.js does
+
+
+@pytest.mark.asyncio
 @pytest.mark.parametrize("which", ["adapter", "slow_starting_adapter"])
 async def test_deliveries_reach_the_subscriptions_inbox_with_driver_times_on_the_loop_clock(which, request):
     """Streamed deliveries land in order in the inbox of the subscription they name; their times, taken on the

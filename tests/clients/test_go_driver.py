@@ -281,6 +281,34 @@ async def test_a_stalled_wire_is_reported_as_missed_heartbeats_by_consume_and_fe
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("asked", "expires_s", "effective"),
+    [
+        (1.0, None, 1.0),  # PullHeartbeat as given
+        (None, 2.0, 1.0),  # half the PullExpiry
+        (None, None, 15.0),  # half jetstream.DefaultExpires (30 s)
+    ],
+)
+async def test_consume_reports_the_heartbeat_its_pull_requests_ask_for(
+    driver, stream, embedded_server, asked, expires_s, effective
+):
+    """Consume's effective_idle_heartbeat_s is the idle_heartbeat of the pull requests the client sends."""
+    js, name = stream
+    await pull_consumer(js, name, "C")
+    watcher = await embedded_server.connect()
+    pull_requests = await watcher.subscribe(f"$JS.API.CONSUMER.MSG.NEXT.{name}.C")
+    await connected(driver, embedded_server.url)
+    started = await driver.ok("consume", session="s", sub="c", stream=name, consumer="C", idle_heartbeat_s=asked,
+                              expires_s=expires_s, max_messages=None)  # fmt: skip
+    request = json.loads((await pull_requests.next_msg(timeout=WAIT)).data)
+    await watcher.close()
+    assert started == {"effective_idle_heartbeat_s": effective}
+    assert request["idle_heartbeat"] == effective * 1e9
+    await publish(js, name, 2)
+    await driver.until(lambda: len(driver.deliveries("c")) == 2)
+
+
+@pytest.mark.asyncio
 async def test_a_fetch_with_fewer_messages_ends_at_its_expiry_as_a_timeout(driver, stream, embedded_server):
     """The Go client ends an expired fetch with MessageBatch.Error() nil: the driver reports kind `timeout`."""
     js, name = stream

@@ -221,6 +221,34 @@ async def test_fetch_says_how_it_ended(driver, proxy, js, stream):
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("asked", "expires_s", "effective"),
+    [
+        (0.2, None, 0.5),  # raised to the client's minimum
+        (None, 2.0, 1.0),  # half the expiry
+        (None, None, 15.0),  # half the default 30 s expiry
+    ],
+)
+async def test_consume_reports_the_heartbeat_its_pull_requests_ask_for(
+    driver, embedded_server, js, stream, asked, expires_s, effective
+):
+    """consume()'s effective_idle_heartbeat_s is the idle_heartbeat of the pull requests the client sends."""
+    await js.add_consumer(stream, durable_name="C", ack_policy="explicit")
+    watcher = await embedded_server.connect()
+    pull_requests = await watcher.subscribe(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.C")
+    await connect(driver, embedded_server.url)
+    started = await driver.result("consume", session="s1", sub="c1", stream=stream, consumer="C",
+                                  idle_heartbeat_s=asked, expires_s=expires_s, max_messages=None)  # fmt: skip
+    request = json.loads((await pull_requests.next_msg(WAIT_S)).data)
+    await watcher.close()
+    assert started == {"effective_idle_heartbeat_s": effective}
+    assert request["idle_heartbeat"] == effective * 1e9
+    seqs = await publish(js, stream, 2)
+    await driver.wait_for(lambda: len(driver.deliveries("c1")) == 2)
+    assert [d["stream_seq"] for d in driver.deliveries("c1")] == seqs
+
+
+@pytest.mark.asyncio
 async def test_misbehave_duplicates_deliveries_and_rejects_unknown_modes(driver, embedded_server, js, stream):
     await js.add_consumer(stream, durable_name="P", ack_policy="explicit")
     await connect(driver, embedded_server.url)
