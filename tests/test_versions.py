@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from jetcheck.fixtures.binaries import binary_version
 from jetcheck.versions import InvalidVersion, Version, parse_version, version_sort_key
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,3 +67,12 @@ def test_no_module_compares_versions_by_hand():
                     line = text.count("\n", 0, match.start()) + 1
                     found.append(f"{path.relative_to(ROOT)}:{line}: {what}")
     assert found == []
+
+
+@pytest.mark.parametrize(("says", "version"), [("v2.9.10", "2.9.10"), ("v2.12.0-RC.1", "2.12.0-RC.1")])
+def test_a_binarys_version_is_read_whole(tmp_path, says, version):
+    """A nats-server release candidate is not taken for the release: its version keeps the suffix."""
+    binary = tmp_path / "nats-server"
+    binary.write_text(f"#!/bin/sh\necho 'nats-server: {says}'\n")
+    binary.chmod(0o755)
+    assert binary_version(binary) == version
