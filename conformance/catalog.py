@@ -30,10 +30,6 @@ class Rule:
     varies: str = ""  # how the behaviour differs between server versions, when it does
     subject: str = "server"  # server: the server alone decides; client: the client under test takes part
 
-    @property
-    def since_tuple(self) -> tuple[int, ...]:
-        return tuple(int(p) for p in self.since.split("."))
-
 
 def parse_area(text: str, origin: str) -> list[Rule]:
     try:

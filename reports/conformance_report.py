@@ -18,6 +18,7 @@ from jetcheck.redact import redact_url
 from jetcheck.reports.inputs import ResultSet
 from jetcheck.verdict import FAILING as FAILED
 from jetcheck.verdict import RunVerdict, worst_status
+from jetcheck.versions import version_sort_key
 
 _URL = re.compile(r"\b(?:nats|tls|wss?|https?)://\S+")
 
@@ -25,11 +26,6 @@ _URL = re.compile(r"\b(?:nats|tls|wss?|https?)://\S+")
 def redact_text(text: str) -> str:
     """Hide credentials in any URL inside free text (messages and server logs reach the report)."""
     return _URL.sub(lambda match: redact_url(match.group(0)), text or "")
-
-
-def _version_key(version: str) -> tuple:
-    parts = re.findall(r"\d+|\D+", version or "")
-    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts)
 
 
 @dataclass
@@ -85,7 +81,7 @@ def _matrix(results: pd.DataFrame) -> pd.DataFrame:
     wide = cells.pivot(index="id", columns="column", values="status").fillna("")
     order = (
         frame.drop_duplicates("column")
-        .assign(key=lambda f: f["server_version"].map(_version_key))
+        .assign(key=lambda f: f["server_version"].map(version_sort_key))
         .sort_values(["key", "client", "column"])["column"]
     )
     wide = wide[list(order)]

@@ -24,9 +24,9 @@ from jetcheck.records import STATUSES
 from jetcheck.reports import charts
 from jetcheck.reports.compare import Comparison
 from jetcheck.reports.conformance_report import FAILED, ConformanceTables, redact_text
-from jetcheck.reports.conformance_report import _version_key as version_key
 from jetcheck.reports.load_report import LoadTables
 from jetcheck.verdict import HEADLINES, overall_outcome, worst_status
+from jetcheck.versions import version_sort_key
 
 # (column of LoadTables.latency, header, quantile: a percentile needs at least 1/(1-q) samples to mean anything)
 LATENCY_COLUMNS = (
@@ -399,7 +399,7 @@ def _clients(content: ReportContent) -> list[dict[str, Any]]:
         worst = mine.groupby("id")["status"].agg(worst_status)
         counts = worst.value_counts()
         failing = mine[mine["status"].isin(FAILED)]
-        failing = failing.assign(_newest=failing["server_version"].map(version_key)).sort_values(
+        failing = failing.assign(_newest=failing["server_version"].map(version_sort_key)).sort_values(
             ["_newest"], ascending=False
         )
         rules = []
@@ -412,7 +412,7 @@ def _clients(content: ReportContent) -> list[dict[str, Any]]:
                     "status": worst_status(list(group["status"])),
                     "title": newest["title"],
                     "message": newest["message"],
-                    "servers": ", ".join(sorted(set(group["server_version"]), key=version_key)),
+                    "servers": ", ".join(sorted(set(group["server_version"]), key=version_sort_key)),
                 }
             )
         rules.sort(key=lambda r: (r["level"] != "MUST", r["id"]))

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from jetcheck.fixtures import children
 
 LOCAL_MASTER = "local[*]"
 DRIVER_MEMORY = os.environ.get("JETCHECK_SPARK_DRIVER_MEMORY", "2g")
@@ -81,21 +81,7 @@ def _stop_starting_jvms() -> None:
         except (OSError, IndexError, ValueError):  # gone meanwhile, or not a process
             continue
     for pid in starting:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + JVM_STOP_S
-    for pid in starting:
-        while not _reaped(pid):
-            if time.monotonic() > deadline:
-                os.kill(pid, signal.SIGKILL)
-            time.sleep(0.05)
-
-
-def _reaped(pid: int) -> bool:
-    try:
-        return os.waitpid(pid, os.WNOHANG) != (0, 0)
-    except ChildProcessError:  # reaped already
-        return True
+        children.stop_pid(pid, JVM_STOP_S)
 
 
 def spark_log_path() -> Path:

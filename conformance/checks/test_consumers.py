@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from jetcheck.conformance.jsapi import NS, ApiError, RawPull, api, consumer_info, create_consumer, eventually
-from jetcheck.fixtures.target import version_tuple
+from jetcheck.versions import parse_version
 
 pytestmark = pytest.mark.asyncio
 
@@ -388,7 +388,7 @@ async def test_redeliveries_follow_the_backoff_schedule(nc, js, names, make_stre
 
 def _backoff_may_equal_max_deliver(version: str) -> bool:
     """server/consumer.go: len(backoff) == max_deliver is refused before 2.10.23, accepted from it on."""
-    return version_tuple(version) >= (2, 10, 23)
+    return parse_version(version) >= parse_version("2.10.23")
 
 
 @pytest.mark.rule("consumers.backoff-max-deliver")

@@ -6,7 +6,7 @@ import pytest
 from nats.js.errors import BadRequestError
 
 from jetcheck.conformance.jsapi import purge, stream_state
-from jetcheck.fixtures.target import version_tuple
+from jetcheck.versions import parse_version
 
 pytestmark = pytest.mark.asyncio
 
@@ -81,7 +81,7 @@ async def test_expected_last_msg_id_mismatch_is_rejected_with_10070(js, nc, make
     assert (await stream_state(nc, stream.name)).messages == 2
 
 
-EXPECTED_FIRST_SINCE = (2, 12, 0)
+EXPECTED_FIRST_SINCE = parse_version("2.12.0")
 
 
 @pytest.mark.rule("publish.expected-checks-before-dedup")
@@ -107,7 +107,7 @@ async def test_check_order_of_expected_last_sequence_and_dedup_follows_the_serve
     # the R1 path is a single server's, in a cluster too: only a replicated stream proposes through raft
     expected = (
         "expected-first"
-        if replicas == 1 and version_tuple(server_info.version) >= EXPECTED_FIRST_SINCE
+        if replicas == 1 and parse_version(server_info.version) >= EXPECTED_FIRST_SINCE
         else "dedup-first"
     )
     assert order == expected, (

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from jetcheck.conformance.jsapi import NS, PullReply, RawPull, api, consumer_info, create_consumer, pull
-from jetcheck.fixtures.target import version_tuple
+from jetcheck.versions import parse_version
 
 pytestmark = pytest.mark.asyncio
 
@@ -117,8 +117,8 @@ async def test_no_wait_with_nothing_pending_is_answered_404(nc, js, names, make_
 
 
 def _partial_no_wait_status(version: str) -> tuple[str, str]:
-    v = version_tuple(version)
-    if (2, 11, 11) <= v < (2, 12, 0) or v >= (2, 12, 2):
+    v = parse_version(version)
+    if parse_version("2.11.11") <= v < parse_version("2.12.0") or v >= parse_version("2.12.2"):
         return "404", "No Messages"
     return "408", "Request Timeout"
 

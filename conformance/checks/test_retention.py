@@ -6,7 +6,7 @@ import nats.errors
 import pytest
 
 from jetcheck.conformance.jsapi import ApiError, api, eventually, stream_state
-from jetcheck.fixtures.target import version_tuple
+from jetcheck.versions import parse_version
 
 pytestmark = pytest.mark.asyncio
 
@@ -131,7 +131,7 @@ async def test_workqueue_pull_consumer_with_ack_none_is_rejected_with_10084(nc, 
     """A pull consumer with ack none on a WorkQueue stream is refused with 400/10084."""
     stream = await make_stream(retention="workqueue")
     description = "consumer in pull mode requires ack policy"
-    if version_tuple(server_info.version) >= (2, 11, 0):
+    if parse_version(server_info.version) >= parse_version("2.11.0"):
         description = "consumer in pull mode requires explicit ack policy on workqueue stream"
     assert await _rejected_consumer(nc, stream, names.consumer(), ack_policy="none") == (400, 10084, description)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jetcheck.conformance.jsapi import ApiError, api, create_stream, stream_state
-from jetcheck.fixtures.target import version_tuple
+from jetcheck.versions import parse_version
 
 pytestmark = pytest.mark.asyncio
 
@@ -125,7 +125,7 @@ async def test_update_to_or_from_workqueue_is_rejected_with_10052(nc, make_strea
     with pytest.raises(ApiError) as rejected:
         await _update(nc, stream, retention=updated)
     description = "stream configuration update can not change retention policy"
-    if version_tuple(server_info.version) >= (2, 10, 0):
+    if parse_version(server_info.version) >= parse_version("2.10.0"):
         description += " to/from workqueue"
     assert _rejection(rejected.value) == (*INVALID_CONFIG, description)
     assert (await _info(nc, stream.name))["config"]["retention"] == created

@@ -19,16 +19,16 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from packaging.version import Version
-
 from jetcheck.config import ConfigError
 from jetcheck.fixtures.binaries import default_cache_dir
+from jetcheck.versions import InvalidVersion, Version, parse_version
 
 SOURCES = Path(__file__).with_name("drivers")
 JS_PACKAGE = "@nats-io/jetstream"
 GO_MODULE = "github.com/nats-io/nats.go"
 BUILD_TIMEOUT_S = 600
 DONE = ".built"  # written last into a finished build
+GO_FETCHES_TOOLCHAINS = parse_version("1.21")  # from this Go on, GOTOOLCHAIN=auto fetches the one go.mod asks for
 GO_PLACES = ("/usr/local/go/bin/go", str(Path.home() / "go" / "bin" / "go"))  # Go's tarball, `go install`ed Gos
 
 
@@ -59,55 +59,54 @@ def go_pinned_version(source: Path = SOURCES / "go") -> str:
     return match.group(1) if match else ""
 
 
-def go_required(source: Path = SOURCES / "go") -> tuple[int, ...]:
-    """The Go version go.mod's `go` line asks for, e.g. (1, 26, 0)."""
+def go_required(source: Path = SOURCES / "go") -> Version:
+    """The Go version go.mod's `go` line asks for, e.g. 1.26.0."""
     try:
-        match = re.search(r"^go\s+(\d+(?:\.\d+)*)", (source / "go.mod").read_text(encoding="utf-8"), re.MULTILINE)
+        match = re.search(r"^go\s+(\S+)", (source / "go.mod").read_text(encoding="utf-8"), re.MULTILINE)
     except OSError:
         match = None
-    return _numbers(match.group(1)) if match else (1, 21)
-
-
-def _numbers(version: str) -> tuple[int, ...]:
-    return tuple(int(n) for n in re.findall(r"\d+", version))
+    return parse_version(match.group(1)) if match else GO_FETCHES_TOOLCHAINS
 
 
 # --- tools -------------------------------------------------------------------------------------------------------
 
 
-def find_go(required: tuple[int, ...]) -> tuple[str, dict[str, str]]:
+def find_go(required: Version) -> tuple[str, dict[str, str]]:
     """A `go` able to build a module asking for `required`, and the environment to run it in.
 
     PATH's go, then the official tarball's /usr/local/go/bin/go; a go >= 1.21 older than required may fetch the
     required toolchain itself through the module proxy (GOTOOLCHAIN=auto)."""
     env = dict(os.environ)
     candidates = [shutil.which("go"), *GO_PLACES]
-    found: list[tuple[tuple[int, ...], str]] = []
+    found: list[tuple[Version, str]] = []
     for candidate in dict.fromkeys(c for c in candidates if c and os.access(c, os.X_OK)):
         version = _go_version(candidate)
         if version:
             found.append((version, candidate))
-    need = ".".join(map(str, required))
+    need = str(required)
     if not found:
         raise ConfigError(f"the nats.go driver needs Go >= {need}: no go on PATH or in /usr/local/go/bin")
     best_version, best = max(found)
     if best_version >= required:
         env["GOTOOLCHAIN"] = "local"
         return best, env
-    if best_version >= (1, 21):
+    if best_version >= GO_FETCHES_TOOLCHAINS:
         env["GOTOOLCHAIN"] = "auto"  # Go fetches the toolchain go.mod asks for
         return best, env
-    have = ".".join(map(str, best_version))
-    raise ConfigError(f"the nats.go driver needs Go >= {need}; the newest found is go{have} at {best}")
+    raise ConfigError(f"the nats.go driver needs Go >= {need}; the newest found is go{best_version} at {best}")
 
 
-def _go_version(go: str) -> tuple[int, ...]:
+def _go_version(go: str) -> Version | None:
     env = {**os.environ, "GOTOOLCHAIN": "local"}  # what this binary is, not what it would fetch
     try:
         out = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, timeout=30, env=env).stdout
     except (OSError, subprocess.TimeoutExpired):
-        return ()
-    return _numbers(out) if out.strip().startswith("go") else ()
+        return None
+    # e.g. "go1.26.0", "go1.26rc1", "go1.25.0 X:boringcrypto" (a GOEXPERIMENT); "devel go1.27-abc" is no release
+    try:
+        return parse_version(out.split()[0]) if out.strip().startswith("go") else None
+    except InvalidVersion:
+        return None
 
 
 def need_tool(tool: str, client: str) -> str:
@@ -213,12 +212,12 @@ def _js_release(npm: str, package: str, version: str, exact: bool) -> str:
     releases = [releases] if isinstance(releases, str) else releases
     if version in releases:
         return version
-    wanted = Version(version)
-    final = [r for r in releases if "-" not in r]  # npm's 3.0.0-35 is a prerelease (packaging reads it as post)
-    if exact or not (older := [r for r in final if Version(r) <= wanted]):
-        newest = ", ".join(sorted(final, key=Version)[-8:])
+    wanted = parse_version(version)
+    final = [r for r in releases if not parse_version(r).is_prerelease]  # npm's 3.0.0-35 is a prerelease
+    if exact or not (older := [r for r in final if parse_version(r) <= wanted]):
+        newest = ", ".join(sorted(final, key=parse_version)[-8:])
         raise ConfigError(f"{package} {version} is not on npm; its latest releases: {newest}")
-    return max(older, key=Version)
+    return max(older, key=parse_version)
 
 
 def _js_main(built: Path) -> str:

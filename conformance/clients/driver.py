@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from jetcheck.fixtures import children
 from jetcheck.fixtures.target import Credentials
 
 from .base import (
@@ -119,14 +120,9 @@ class DriverProcess:
         self._clock_offset = 0.0  # time.monotonic() - driver monotonic seconds
         env = {k: v for k, v in os.environ.items() if not k.startswith(PRIVATE_ENV_PREFIX)}
         try:
-            self.proc = subprocess.Popen(
-                command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=cwd,
-                env=env,
-                start_new_session=True,  # a Ctrl-C reaches pytest, which shuts the driver down in order
+            # in a session of its own: a Ctrl-C reaches pytest, which shuts the driver down in order
+            self.proc = children.start(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env
             )
         except OSError as exc:
             raise DriverGone(f"the {label} could not start: {exc.strerror or exc}") from None
@@ -306,11 +302,7 @@ class DriverProcess:
         assert self.proc.stdin is not None
         with contextlib.suppress(OSError):  # a broken pipe: the driver is gone already
             self.proc.stdin.close()  # a driver exits when stdin closes
-        try:
-            self.proc.wait(SHUTDOWN_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        children.stop(self.proc, SHUTDOWN_TIMEOUT_S, ask=None)
         for reader in self._readers:
             if reader is not threading.current_thread():
                 reader.join(SHUTDOWN_TIMEOUT_S)  # each closes its pipe at the end of its output

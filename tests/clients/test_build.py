@@ -25,6 +25,7 @@ from jetcheck.conformance.clients.build import (
     source_digest,
 )
 from jetcheck.conformance.clients.driven import MISBEHAVE_MODES
+from jetcheck.versions import Version
 
 GO_MOD = """module jetcheck/driver
 
@@ -46,7 +47,7 @@ def test_pinned_versions_come_from_the_lockfile_and_go_mod(tmp_path):
     assert (js_pinned_version(tmp_path), go_pinned_version(tmp_path), go_required(tmp_path)) == (
         "3.4.0",
         "v1.55.0",
-        (1, 26, 0),
+        Version("1.26.0"),
     )
 
 
@@ -182,7 +183,7 @@ def test_no_go_at_all_is_one_line_with_the_version_go_mod_needs(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.setattr(build, "GO_PLACES", ())
     with pytest.raises(ConfigError, match=r"^the nats\.go driver needs Go >= 1\.26\.0: no go on PATH or in /usr/local"):
-        find_go((1, 26, 0))
+        find_go(Version("1.26.0"))
 
 
 def test_a_go_too_old_to_fetch_a_toolchain_is_named(monkeypatch, tmp_path):
@@ -193,7 +194,7 @@ def test_a_go_too_old_to_fetch_a_toolchain_is_named(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setattr(build, "GO_PLACES", ())
     with pytest.raises(ConfigError, match=rf"needs Go >= 1\.26\.0; the newest found is go1\.19\.8 at {old_go}$"):
-        find_go((1, 26, 0))
+        find_go(Version("1.26.0"))
 
 
 def test_a_go_between_1_21_and_the_required_fetches_the_toolchain(monkeypatch, tmp_path):
@@ -202,4 +203,15 @@ def test_a_go_between_1_21_and_the_required_fetches_the_toolchain(monkeypatch, t
     go.chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setattr(build, "GO_PLACES", ())
-    assert find_go((1, 26, 0)) == (str(go), {**os.environ, "GOTOOLCHAIN": "auto"})
+    assert find_go(Version("1.26.0")) == (str(go), {**os.environ, "GOTOOLCHAIN": "auto"})
+
+
+@pytest.mark.parametrize("reported", ["go1.26rc1", "go1.25.3 X:boringcrypto"])
+def test_a_go_older_than_required_is_older_however_it_spells_its_version(monkeypatch, tmp_path, reported):
+    """go1.26rc1 comes before go1.26.0 and a GOEXPERIMENT suffix is no part of the version: both fetch 1.26.0."""
+    go = tmp_path / "go"
+    go.write_text(f"#!/bin/sh\necho {reported}\n")
+    go.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(build, "GO_PLACES", ())
+    assert find_go(Version("1.26.0")) == (str(go), {**os.environ, "GOTOOLCHAIN": "auto"})

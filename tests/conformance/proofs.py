@@ -6,6 +6,7 @@ real `jetcheck certify` pointed at the proxy's URL, exactly as a user would run 
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -13,9 +14,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from jetcheck.fixtures import children
 from jetcheck.records import RESULTS_FILE, CheckResult, read_results
 
 CERTIFY_TIMEOUT_S = 240
+PROXY_START_S = 30
+PROXY_STOP_S = 10
 
 
 @dataclass(frozen=True)
@@ -49,20 +53,26 @@ def proof(breakers: str, areas: str, breaks: set[str], client: str = "nats-py") 
 @contextmanager
 def broken_proxy(upstream_url: str, breakers: tuple[str, ...]) -> Iterator[str]:
     """The standalone proxy with `breakers`, in front of `upstream_url`; yields its URL."""
-    proc = subprocess.Popen(
+    proc = children.start(
         [sys.executable, "-m", "jetcheck.fixtures.proxy", "--upstream", upstream_url, "--break", ",".join(breakers)],
+        own_session=False,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
-        url = proc.stdout.readline().strip()
+        try:
+            url = children.first_line(proc, PROXY_START_S)
+        except children.ChildExited as exc:
+            raise RuntimeError(f"proxy did not start: {exc}: {proc.stderr.read().strip()}") from None
+        except TimeoutError as exc:
+            raise RuntimeError(f"proxy did not start: {exc}") from None
         if not url.startswith("nats://"):
-            raise RuntimeError(f"proxy did not start: {url} {proc.stderr.read() if proc.poll() is not None else ''}")
+            raise RuntimeError(f"proxy did not start: {url}")
         yield url
     finally:
-        proc.terminate()
-        proc.communicate(timeout=10)
+        children.stop(proc, PROXY_STOP_S, ask=signal.SIGTERM)
+        proc.communicate()  # its last words on stderr, and its pipes closed
 
 
 def certify_run(

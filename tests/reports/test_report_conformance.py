@@ -65,6 +65,13 @@ class TestMatrix:
         row = tables.matrix.set_index("id").loc["kv.rule-01"]
         assert (row[columns[0]], row[columns[1]]) == ("fail", "pass")
 
+    def test_columns_follow_release_order_with_a_release_candidate_before_its_release(self, tmp_path):
+        """Server versions are ordered as releases: 2.9.10 before 2.12.0-RC.1 before 2.12.0."""
+        folders = [_certify(tmp_path / v, server_version=v) for v in ("2.12.0", "2.12.0-RC.1", "2.9.10")]
+        tables = aggregate_conformance(resolve_all([str(folder) for folder in folders]))
+        columns = [c.split(" · ")[0] for c in tables.matrix.columns if c.startswith("server ")]
+        assert columns == ["server 2.9.10", "server 2.12.0-RC.1", "server 2.12.0"]
+
     def test_same_server_and_client_twice_are_told_apart(self, tmp_path):
         """Two result sets with the same server and client get the result set's name in the column."""
         a, b = _certify(tmp_path / "a"), _certify(tmp_path / "b")
