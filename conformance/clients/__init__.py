@@ -44,11 +44,11 @@ __all__ = [
     "ClientAdapter",
     "ClientEvent",
     "ClientSession",
+    "ClientVariant",
     "Delivery",
     "Documented",
     "EventLog",
     "StartPolicy",
-    "ClientVariant",
     "adapter_for",
     "register_variant",
 ]
