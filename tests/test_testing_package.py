@@ -242,3 +242,22 @@ def test_no_module_reads_another_librarys_private_attributes():
     assert not offenders, offenders
     documented = {(path, name) for path, names in DOCUMENTED_EXCEPTIONS.items() for name in names}
     assert excepted == documented, f"documented exceptions no longer needed: {sorted(documented - excepted)}"
+
+
+@pytest.mark.parametrize(
+    ("pytest_args", "line"),
+    [
+        ((), "jetcheck: unknown client variant 'duplicate-delivery'; known: none are registered"),
+        (("-p", "jetcheck.no_such_plugin"), "jetcheck: cannot load pytest plugin 'jetcheck.no_such_plugin'"),
+    ],
+)
+def test_certify_offers_a_variant_only_from_a_plugin_the_run_loads(tmp_path, pytest_args, line):
+    """certify's preflight knows the variants the run's plugins register (`-- -p NAME`), and no others; a plugin
+    that cannot be imported is one line and exit 2, before anything starts."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "jetcheck.cli", "certify", "--client", "nats-py+duplicate-delivery",
+         "--out", str(tmp_path), "--", *pytest_args],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert (proc.returncode, proc.stderr.splitlines()[0][: len(line)]) == (2, line), proc.stderr
+    assert not list(tmp_path.iterdir())
