@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -204,6 +205,8 @@ def test_the_testing_package_offers_the_doubles_the_proofs_use():
     assert {"duplicate-delivery", "never-reset", "adr37-heartbeats"} <= set(testing.CLIENT_VARIANTS)
     assert callable(testing.write_load_run)
     assert callable(testing.write_certify_run)
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    assert TESTING in packages  # shipped, so a user's tests can import it
 
 
 def test_nothing_assigns_class():
