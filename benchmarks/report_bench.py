@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psutil
 
-from jetcheck.reports.synthetic import LoadSpec, write_load_run
+from jetcheck.testing.synthetic import LoadSpec, write_load_run
 
 RATE = 16_667  # ops/s of the synthetic runs
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
+import itertools
 import json
 import os
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from jetcheck.config import DRIVEN_CLIENTS, OPTIONS, Config, add_option_arguments, cli_flag, resolve
+from jetcheck.config import DRIVEN_CLIENTS, OPTIONS, Config, ConfigError, add_option_arguments, cli_flag, resolve
 from jetcheck.conformance.clients import adapter_for
 from jetcheck.conformance.clients.driven import prepare as prepare_driver
 from jetcheck.fixtures import children
@@ -47,6 +49,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def resolve_from_args(args: argparse.Namespace) -> Config:
     return resolve(cli={o.name: getattr(args, o.name, None) for o in OPTIONS}, env=os.environ, flag=cli_flag)
+
+
+def load_plugins(pytest_args: list[str], env: dict[str, str]) -> None:
+    """Import the plugins the pytest run will load (`-p NAME` after --, PYTEST_PLUGINS), so that what they register
+    (client variants) is known to preflight as it will be to the run."""
+    names = [name.strip() for name in env.get("PYTEST_PLUGINS", "").split(",") if name.strip()]
+    for flag, value in itertools.pairwise([*pytest_args, ""]):
+        if flag == "-p":
+            names.append(value)
+        elif flag.startswith("-p") and not flag.startswith("-p="):
+            names.append(flag[2:])
+    for name in names:
+        if name and not name.startswith("no:"):
+            try:
+                importlib.import_module(name)
+            except ImportError as exc:
+                raise ConfigError(f"cannot load pytest plugin {name!r}: {exc}") from None
 
 
 def preflight(cfg: Config) -> None:
@@ -137,6 +156,7 @@ def _run_info(out: Path) -> dict | None:
 
 def certify_command(args: argparse.Namespace) -> int:
     cfg = resolve_from_args(args)
+    load_plugins(args.pytest_args, dict(os.environ))
     preflight(cfg)
     pytest_status = run_checks(cfg, args.pytest_args)
     out = Path(cfg.out)

@@ -61,8 +61,9 @@ async def create_stream(nc: Client, name: str, subjects: list[str], **config: An
 
 
 def clustered(nc: Client) -> bool:
-    """Whether the server `nc` is connected to is part of a cluster (its INFO names one)."""
-    return bool(nc._server_info.get("cluster"))
+    """Whether the server `nc` is connected to is part of a cluster (its INFO, as Target.connect's client records
+    it, names one)."""
+    return bool(nc.server_info.get("cluster"))
 
 
 async def wait_until_answered(

@@ -20,7 +20,7 @@ import contextlib
 import os
 import selectors
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator, Mapping
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -63,7 +63,23 @@ def run(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         raise
 
 
-class CooperativeEpollSelector(selectors._BaseSelectorImpl):
+class _KeysByFileObject(Mapping):
+    """The registered keys, looked up by file object or descriptor (what BaseSelector.get_map promises)."""
+
+    def __init__(self, selector: CooperativeEpollSelector) -> None:
+        self.selector = selector
+
+    def __getitem__(self, fileobj) -> selectors.SelectorKey:
+        return self.selector.keys[self.selector.fd_of(fileobj)]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.selector.keys)
+
+    def __len__(self) -> int:
+        return len(self.selector.keys)
+
+
+class CooperativeEpollSelector(selectors.BaseSelector):
     """A native epoll selector that shares the thread with gevent's hub (see the module docstring)."""
 
     YIELD_EVERY_S = 0.002
@@ -71,29 +87,49 @@ class CooperativeEpollSelector(selectors._BaseSelectorImpl):
     def __init__(self) -> None:
         from gevent import monkey
 
-        super().__init__()
         self._select_mod = monkey.get_original("select", ["epoll", "EPOLLIN", "EPOLLOUT"])
         self._epoll = self._select_mod[0]()
         self._last_yield = time.monotonic()
+        self.keys: dict[int, selectors.SelectorKey] = {}  # by file descriptor
+        self._map = _KeysByFileObject(self)
 
     def fileno(self) -> int:
         return self._epoll.fileno()
+
+    def get_map(self) -> Mapping:
+        return self._map
+
+    def fd_of(self, fileobj) -> int:
+        """`fileobj`'s descriptor; a closed file object still registered is found by identity."""
+        if isinstance(fileobj, int):
+            return fileobj
+        try:
+            return int(fileobj.fileno())
+        except (AttributeError, TypeError, ValueError, OSError):
+            for key in self.keys.values():
+                if key.fileobj is fileobj:
+                    return key.fd
+            raise ValueError(f"invalid file object: {fileobj!r}") from None
 
     def _mask(self, events: int) -> int:
         _epoll, epollin, epollout = self._select_mod
         return (epollin if events & selectors.EVENT_READ else 0) | (epollout if events & selectors.EVENT_WRITE else 0)
 
     def register(self, fileobj, events, data=None):
-        key = super().register(fileobj, events, data)
-        try:
-            self._epoll.register(key.fd, self._mask(events))
-        except BaseException:
-            super().unregister(fileobj)
-            raise
+        if not events or events & ~(selectors.EVENT_READ | selectors.EVENT_WRITE):
+            raise ValueError(f"invalid events: {events!r}")
+        key = selectors.SelectorKey(fileobj, self.fd_of(fileobj), events, data)
+        if key.fd in self.keys:
+            raise KeyError(f"{fileobj!r} (FD {key.fd}) is already registered")
+        self._epoll.register(key.fd, self._mask(events))
+        self.keys[key.fd] = key
         return key
 
     def unregister(self, fileobj):
-        key = super().unregister(fileobj)
+        try:
+            key = self.keys.pop(self.fd_of(fileobj))
+        except KeyError:
+            raise KeyError(f"{fileobj!r} is not registered") from None
         with contextlib.suppress(OSError):  # the descriptor may already be closed
             self._epoll.unregister(key.fd)
         return key
@@ -102,7 +138,7 @@ class CooperativeEpollSelector(selectors._BaseSelectorImpl):
         _epoll, epollin, epollout = self._select_mod
         ready = []
         for fd, event in self._epoll.poll(timeout):
-            key = self._key_from_fd(fd)
+            key = self.keys.get(fd)
             if key:
                 events = (selectors.EVENT_READ if event & ~epollout else 0) | (
                     selectors.EVENT_WRITE if event & ~epollin else 0
@@ -141,4 +177,4 @@ class CooperativeEpollSelector(selectors._BaseSelectorImpl):
 
     def close(self) -> None:
         self._epoll.close()
-        super().close()
+        self.keys.clear()

@@ -337,7 +337,7 @@ def on_test_start(environment, **_kwargs) -> None:
                 await claim_prefix(nc, settings.prefix)
             await setup(settings, nc)
             _run["tls"] = speaks_tls(nc)
-            return str(nc._server_info.get("version", ""))
+            return str(nc.server_info.get("version", ""))
         finally:
             await nc.close()
 

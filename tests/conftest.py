@@ -16,6 +16,8 @@ from jetcheck.fixtures.target import Credentials, Target
 # The nats-server the project's tests run against (a tox env per version sets it).
 SERVER_VERSION = os.environ.get("JETCHECK_SERVER_VERSION", DEFAULT_VERSION)
 VENDOR_PASSWORD = "s3cret-pw"
+# The project's tests use the testing package's client variants (nats-py+<variant>) as a user's tests would.
+pytest_plugins = ["jetcheck.testing.plugin"]
 
 
 @pytest.fixture(scope="session")

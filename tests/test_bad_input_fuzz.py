@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from jetcheck import cli
 from jetcheck.records import LOAD_FILE, OPS_DIR, RESULTS_FILE, RUN_FILE, SAMPLES_DIR
-from jetcheck.reports.synthetic import LoadSpec, sample_results, write_certify_run, write_load_run
+from jetcheck.testing.synthetic import LoadSpec, sample_results, write_certify_run, write_load_run
 
 FUZZ = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -21,7 +21,7 @@ import pytest
 from jetcheck.fixtures.cleanup import stream_names
 from jetcheck.fixtures.target import Target
 from jetcheck.records import RESULTS_FILE
-from jetcheck.reports.synthetic import LoadSpec, sample_results, write_certify_run, write_load_run
+from jetcheck.testing.synthetic import LoadSpec, sample_results, write_certify_run, write_load_run
 
 from .conftest import SERVER_VERSION
 

@@ -1,12 +1,15 @@
 """Clients under test, behind one adapter interface (base.ClientAdapter); `--jetcheck-client` picks one.
 
-`nats-py` is the real client. `nats-py+<variant>` wraps it in a deliberate deviation or a reference behaviour
-(see variants.py); those exist for the suite's own proofs and say so in every result's `client.name`.
-`nats.js[@version]` and `nats.go[@version]` run through a driver process (driven.py, drivers/PROTOCOL.md);
-their `+<mode>` makes the driver misreport on purpose.
+`nats-py` is the real client. `nats.js[@version]` and `nats.go[@version]` run through a driver process (driven.py,
+drivers/PROTOCOL.md). `<client>+<variant>` is a deliberate deviation or a reference behaviour, for a test suite's own
+proofs; the product knows none: a plugin registers them (register_variant; the suite's own are jetcheck.testing's,
+which its pytest plugin registers), and every result's `client.name` carries them.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from jetcheck.config import ConfigError
 
@@ -15,16 +18,39 @@ from .natspy import NatsPyAdapter
 
 ADAPTERS = {"nats-py": NatsPyAdapter, "nats.js": None, "nats.go": None}  # None: driven (driven.py)
 
+
+@dataclass(frozen=True)
+class ClientVariant:
+    """What `<client>+<name>` does: an in-process adapter is wrapped by `wrap`; a driven client's driver is asked
+    for `driver_mode` (drivers/PROTOCOL.md `misbehave`); a variant without one is not offered for that kind."""
+
+    name: str
+    wrap: Callable[[ClientAdapter], ClientAdapter] | None = None
+    driver_mode: str = ""
+
+
+VARIANTS: dict[str, ClientVariant] = {}
+
+
+def register_variant(variant: ClientVariant) -> None:
+    """Offer `<client>+<variant.name>` from now on; registering the same variant again changes nothing."""
+    if VARIANTS.get(variant.name, variant) != variant:
+        raise ValueError(f"client variant {variant.name!r} is registered already, as something else")
+    VARIANTS[variant.name] = variant
+
+
 __all__ = [
     "ADAPTERS",
     "ClientAdapter",
     "ClientEvent",
     "ClientSession",
+    "ClientVariant",
     "Delivery",
     "Documented",
     "EventLog",
     "StartPolicy",
     "adapter_for",
+    "register_variant",
 ]
 
 
@@ -32,21 +58,29 @@ def adapter_for(name: str) -> ClientAdapter:
     """The adapter called `name` (`client[@version]`, then any `+variant`s); ConfigError names the known ones.
 
     A driven client's adapter is shared by the whole run (one driver process); nothing starts until it connects;
-    its variants are the driver's misbehave modes. A nats-py variant wraps the one before it."""
-    from .driven import driven_adapter
-    from .variants import VARIANTS
+    its variants are the driver's misbehave modes. An in-process client's variant wraps the one before it."""
+    from .driven import MISBEHAVE_MODES, driven_adapter
 
-    spec, *variants = name.split("+")
+    spec, *names = name.split("+")
     base, _, version = spec.partition("@")
     if base not in ADAPTERS:
         raise ConfigError(f"unknown client {base!r}; known: {', '.join(ADAPTERS)}")
+    for variant in names:
+        if variant not in VARIANTS:
+            known = ", ".join(VARIANTS) or "none are registered (a plugin registers them)"
+            raise ConfigError(f"unknown client variant {variant!r}; known: {known}")
+    variants = [VARIANTS[variant] for variant in names]
     if ADAPTERS[base] is None:
-        return driven_adapter(base, version, variants)
+        for variant in variants:
+            if not variant.driver_mode:
+                raise ConfigError(f"client variant {variant.name!r} is no {base} driver mode; the driver's modes: "
+                                  f"{', '.join(MISBEHAVE_MODES)}")  # fmt: skip
+        return driven_adapter(base, version, [v.driver_mode for v in variants])
     if version:
         raise ConfigError(f"{base} is certified at its installed version; {name!r} asks for {version}")
     adapter = ADAPTERS[base]()
     for variant in variants:  # each wraps the one before: nats-py+adr37-heartbeats+terminal-on-missed-heartbeat
-        if variant not in VARIANTS:
-            raise ConfigError(f"unknown client variant {variant!r}; known: {', '.join(VARIANTS)}")
-        adapter = VARIANTS[variant](adapter)
+        if variant.wrap is None:
+            raise ConfigError(f"client variant {variant.name!r} exists for driven clients only, not {base}")
+        adapter = variant.wrap(adapter)
     return adapter

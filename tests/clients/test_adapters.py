@@ -10,7 +10,7 @@ import pytest
 from jetcheck.config import ConfigError, resolve
 from jetcheck.conformance.clients import adapter_for
 from jetcheck.conformance.clients.base import MISSED_HEARTBEAT, EventLog
-from jetcheck.conformance.clients.variants import VARIANTS
+from jetcheck.testing.variants import VARIANTS
 
 
 def test_nats_py_is_the_default_client_and_reports_its_installed_version():
@@ -51,3 +51,19 @@ async def test_the_event_log_wakes_a_waiter_when_the_kind_arrives():
     event = await waiter
     assert (event.kind, event.detail) == (MISSED_HEARTBEAT, "no heartbeat for 0.4s")
     assert await log.wait_for(MISSED_HEARTBEAT, event.at + 1, 0.05) is None
+
+
+def test_a_plugin_registers_its_own_variant_and_cannot_shadow_another(monkeypatch):
+    """register_variant offers `nats-py+<name>` built by the wrapper; a second meaning for a name is refused."""
+    from jetcheck.conformance import clients
+    from jetcheck.testing.variants import WrappedAdapter, WrappedSession
+
+    monkeypatch.setattr(clients, "VARIANTS", dict(clients.VARIANTS))
+    mine = clients.ClientVariant("mine", lambda adapter: WrappedAdapter(adapter, "mine", WrappedSession))
+    clients.register_variant(mine)
+    clients.register_variant(mine)  # the same again changes nothing
+    assert adapter_for("nats-py+mine").name == "nats-py+mine"
+    with pytest.raises(ValueError, match="'mine' is registered already"):
+        clients.register_variant(clients.ClientVariant("mine", driver_mode="duplicate-delivery"))
+    with pytest.raises(ConfigError, match=r"'mine' is no nats\.go driver mode"):
+        adapter_for("nats.go+mine")

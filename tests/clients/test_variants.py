@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from jetcheck.conformance.clients import variants
 from jetcheck.conformance.clients.base import MISSED_HEARTBEAT, RESET, TERMINAL, Delivery, Documented, EventLog, Inbox
+from jetcheck.testing import variants
 
 
 class FakeSubscription:

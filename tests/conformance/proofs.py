@@ -1,7 +1,8 @@
 """Showing that checks can fail: certify through a deliberately non-conforming server.
 
-The broken server is the real one behind `python -m jetcheck.fixtures.proxy --break ...`, and certify is the
-real `jetcheck certify` pointed at the proxy's URL, exactly as a user would run it.
+The broken server is the real one behind `python -m jetcheck.testing.proxy --break ...`, and certify is the
+real `jetcheck certify` pointed at the proxy's URL, exactly as a user would run it, with the testing package's
+plugin loaded so that `--client <client>+<variant>` resolves.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from jetcheck.records import RESULTS_FILE, CheckResult, read_results
 CERTIFY_TIMEOUT_S = 240
 PROXY_START_S = 30
 PROXY_STOP_S = 10
+TESTING_PLUGIN = ("-p", "jetcheck.testing.plugin")  # offers the client variants to --client
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ def proof(breakers: str, areas: str, breaks: set[str], client: str = "nats-py") 
 def broken_proxy(upstream_url: str, breakers: tuple[str, ...]) -> Iterator[str]:
     """The standalone proxy with `breakers`, in front of `upstream_url`; yields its URL."""
     proc = children.start(
-        [sys.executable, "-m", "jetcheck.fixtures.proxy", "--upstream", upstream_url, "--break", ",".join(breakers)],
+        [sys.executable, "-m", "jetcheck.testing.proxy", "--upstream", upstream_url, "--break", ",".join(breakers)],
         own_session=False,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -87,7 +89,7 @@ def certify_run(
     and the tail of its stderr."""
     command = [sys.executable, "-m", "jetcheck.cli", "certify", "--server", server, "--client", client, *options]
     proc = subprocess.run(
-        [*command, "--out", str(out), "--", *pytest_args],
+        [*command, "--out", str(out), "--", *TESTING_PLUGIN, *pytest_args],
         capture_output=True,
         text=True,
         timeout=timeout_s,

@@ -1,10 +1,13 @@
 """The client-side checks can fail, for every client: certify each client plainly and with deliberate variants.
 
-A client's reference run (`nats-py+adr37-heartbeats`, `nats.js`, `nats.go`) is the baseline: what that client
-passes and fails on its own. Each variant row certifies the same client with one misbehaviour (a driver's
-`misbehave` mode, or a wrapper around the adapter) and must fail every check of the rules the table below says that
-misbehaviour breaks, while every other check keeps its baseline status (rules marked `may` depend on how the client
-recovers, so their status is free). Expectations come from the table, never from one client's known bugs.
+A client's reference run is the baseline: what that client passes and fails on its own. Each variant row certifies
+the same client with one misbehaviour (a driver's `misbehave` mode, or a wrapper around the adapter) and must fail
+every check of the rules the table below says that misbehaviour breaks, while every other check keeps its baseline
+status (rules marked `may` depend on how the client recovers, so their status is free). Expectations come from the
+variants' table, the reference run and what each client documents (conformance.clients Documented), never from a
+list of one client's bugs: which variants a client has is the testing package's registry, its reference is the
+client itself unless it documents no missed-heartbeat report, and a rule is out of its reach when its check is
+`na` for what the client documents.
 
 Each row runs the real `jetcheck certify --client <client>` against an embedded server (managed, so restarts run).
 Driver rows need node (nats.js) or Go (nats.go); without them the row is skipped with the reason.
@@ -21,9 +24,11 @@ from pathlib import Path
 import pytest
 
 from jetcheck.config import ConfigError
+from jetcheck.conformance.clients import ADAPTERS, Documented, adapter_for
 from jetcheck.conformance.clients.build import find_go, go_required, need_tool
 from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.records import CheckResult
+from jetcheck.testing import CLIENT_VARIANTS
 
 from .proofs import Breaks, certify_run
 
@@ -47,11 +52,28 @@ QUIET = "heartbeat.client-quiet-while-flowing"
 NOT_TERMINAL = "heartbeat.client-not-terminal"
 RESETS = {GAP, CONFIG, RELEASED, FILTER, START}  # checks that lose a delivery in transit to force a reset
 PUSH_ONCE = {"push.durable-config", "push.ephemeral", "push.queue-group"}  # each message delivered exactly once
-# Adapter rules a client cannot break because they are `na` for it, with why (the rule's check says so too).
-NOT_APPLICABLE = {
-    client: {"push.queue-group-enforced": "the client takes a push consumer's queue from its deliver_group"}
-    for client in ("nats.js", "nats.go")
+CLIENTS = tuple(ADAPTERS)
+# Adapter rules whose check is `na` for a client documenting this behaviour (the check reads the same field), so no
+# row can break them for it: rule -> (Documented field, value, why).
+NA_WHEN_DOCUMENTED = {
+    "push.queue-group-enforced": (
+        "push_queue",
+        "consumer",
+        "the client takes a push consumer's queue from its deliver_group",
+    ),
 }
+ADR37_REFERENCE = "adr37-heartbeats"  # the testing package's nats-py that reports missed heartbeats as ADR-37 asks
+
+
+def documented(client: str) -> Documented:
+    return adapter_for(client).documented  # a driven client's adapter starts nothing until it connects
+
+
+NOT_APPLICABLE = {
+    client: {rule: why for rule, (field, value, why) in NA_WHEN_DOCUMENTED.items()
+             if getattr(documented(client), field) == value}
+    for client in CLIENTS
+}  # fmt: skip
 
 
 # variant -> the rules it breaks, the same for every client that has the variant.
@@ -74,17 +96,23 @@ BREAKS = {
     "never-reset": Breaks(frozenset(RESETS | {DELETED, RESTART})),
     "adr37-heartbeats": Breaks(frozenset()),  # a reference: it breaks nothing
 }
-# What a client is certified with as its baseline: nats-py reports no missed heartbeats at all, so its heartbeat
-# variants build on the ADR-37 watch (a heartbeat-reporting nats-py) to have something to swallow or misuse.
-REFERENCE = {"nats-py": "nats-py+adr37-heartbeats", "nats.js": "nats.js", "nats.go": "nats.go"}
-PROTOCOL_MODES = (
-    "swallow-missed-heartbeat",
-    "chatty-missed-heartbeat",
-    "terminal-on-missed-heartbeat",
-    "duplicate-delivery",
-    "drop-deliveries-after-reset",
-)
-VARIANTS = {"nats-py": (*PROTOCOL_MODES, "never-reset"), "nats.js": PROTOCOL_MODES, "nats.go": PROTOCOL_MODES}
+# What a client is certified with as its baseline: one that documents no missed-heartbeat report has nothing for
+# the heartbeat variants to swallow or misuse, so it is certified with the ADR-37 watch around it.
+REFERENCE = {
+    client: client if documented(client).missed_heartbeats else f"{client}+{ADR37_REFERENCE}" for client in CLIENTS
+}
+
+
+def variants_of(client: str) -> tuple[str, ...]:
+    """The registered variants `client` can take (a driven one: the driver's modes; an in-process one: wrappers),
+    but the one its reference is built on."""
+    driven = ADAPTERS[client] is None
+    taken = REFERENCE[client].split("+")[1:]
+    return tuple(name for name, variant in CLIENT_VARIANTS.items()
+                 if (variant.driver_mode if driven else variant.wrap) and name not in taken)  # fmt: skip
+
+
+VARIANTS = {client: variants_of(client) for client in CLIENTS}
 
 
 @dataclass(frozen=True)
@@ -194,3 +222,8 @@ def test_a_driver_row_without_its_toolchain_says_what_is_missing(monkeypatch):
         assert missing_toolchain("nats-py") == ""
     finally:
         missing_toolchain.cache_clear()
+
+
+def test_every_client_variant_says_what_it_breaks():
+    """Each variant the testing package offers has its row of the table, so no variant goes unproved."""
+    assert set(BREAKS) == set(CLIENT_VARIANTS)

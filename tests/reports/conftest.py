@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from jetcheck.reports.synthetic import LoadSpec, sample_results, write_certify_run, write_load_run
+from jetcheck.testing.synthetic import LoadSpec, sample_results, write_certify_run, write_load_run
 
 SMALL_LOAD = LoadSpec(records=40_000, duration_s=8.0, error_rate=0.02, seed=7)
 

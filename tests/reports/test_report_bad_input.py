@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from jetcheck.cli import main
-from jetcheck.reports.synthetic import LoadSpec, write_load_run
+from jetcheck.testing.synthetic import LoadSpec, write_load_run
 
 
 def test_a_corrupt_parquet_page_is_one_line_naming_the_file(spark, tmp_path, capsys):

@@ -13,7 +13,7 @@ from jetcheck.reports import compare
 from jetcheck.reports.conformance_report import aggregate_conformance
 from jetcheck.reports.inputs import resolve, resolve_all
 from jetcheck.reports.load_report import LoadTables
-from jetcheck.reports.synthetic import sample_results, write_certify_run, write_load_run
+from jetcheck.testing.synthetic import sample_results, write_certify_run, write_load_run
 
 
 def _certify(folder: Path, **kwargs) -> Path:
@@ -109,7 +109,7 @@ class TestInputs:
     def test_detects_run_certify_and_load_folders(self, tmp_path):
         """A folder is a run, a certify or a load folder by the files it holds."""
         _certify(tmp_path / "run" / "certify")
-        from jetcheck.reports.synthetic import LoadSpec
+        from jetcheck.testing.synthetic import LoadSpec
 
         write_load_run(tmp_path / "run" / "load", LoadSpec(records=100, duration_s=1))
         assert resolve(tmp_path / "run").kind == "run"

@@ -17,7 +17,7 @@ from jetcheck.reports.conformance_report import aggregate_conformance
 from jetcheck.reports.inputs import resolve, resolve_all
 from jetcheck.reports.load_report import aggregate_load
 from jetcheck.reports.render import ReportContent, render_html, render_markdown
-from jetcheck.reports.synthetic import sample_results, write_certify_run
+from jetcheck.testing.synthetic import sample_results, write_certify_run
 
 SECTIONS = ["verdict", "tested", "areas", "failures", "load"]
 

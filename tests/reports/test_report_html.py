@@ -107,7 +107,7 @@ def test_report_writes_summary_and_tables(built_report):
 
 def test_report_command_with_baseline_exits_1_on_regression(spark, run_folder, tmp_path, capsys):
     """`jetcheck report --baseline` prints index.html's path and exits 1 when a regression is found."""
-    from jetcheck.reports.synthetic import sample_results, write_certify_run
+    from jetcheck.testing.synthetic import sample_results, write_certify_run
 
     baseline = write_certify_run(tmp_path / "baseline", sample_results(failing=()))
     code = cli.main(["report", "--in", str(run_folder), "--baseline", str(baseline), "--out", str(tmp_path / "r")])

@@ -14,7 +14,7 @@ from jetcheck.records import LOAD_FILE
 from jetcheck.reports import buckets
 from jetcheck.reports.inputs import resolve
 from jetcheck.reports.load_report import aggregate_load
-from jetcheck.reports.synthetic import LoadSpec, write_load_run
+from jetcheck.testing.synthetic import LoadSpec, write_load_run
 
 NS = 1_000_000_000
 

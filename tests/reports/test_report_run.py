@@ -14,11 +14,11 @@ from jetcheck.records import RESULTS_FILE
 from jetcheck.reports.runjob import EXIT_MUST_FAILED, EXIT_OK, EXIT_STEP_FAILED, Progress, Step, default_steps, main_job
 
 WRITE_CERTIFY = (
-    "import sys; from pathlib import Path; from jetcheck.reports.synthetic import *; "
+    "import sys; from pathlib import Path; from jetcheck.testing.synthetic import *; "
     "write_certify_run(Path(sys.argv[1]), sample_results(failing=tuple(sys.argv[2:])))"
 )
 WRITE_LOAD = (
-    "import sys; from pathlib import Path; from jetcheck.reports.synthetic import *; "
+    "import sys; from pathlib import Path; from jetcheck.testing.synthetic import *; "
     "write_load_run(Path(sys.argv[1]), LoadSpec(records=5000, duration_s=3))"
 )
 

@@ -1,4 +1,5 @@
-"""Client variants for the suite's own proofs: `--client <client>+<variant>[+<variant>...]` (results name them).
+"""Client variants for the suite's own proofs: `--client <client>+<variant>[+<variant>...]` (results name them),
+offered once registered (register_variants; the plugin jetcheck.testing.plugin does it).
 
 Every variant wraps an adapter (composition): it never changes the client library or reaches into it.
 
@@ -28,19 +29,14 @@ from collections.abc import Callable
 from nats.js import api
 
 from jetcheck.config import ConfigError
-
-from .base import MISSED_HEARTBEAT, RESET, TERMINAL, Delivery, EventLog, Inbox, StartPolicy
-from .natspy import NatsPySession, NatsPySubscription, delivery
+from jetcheck.conformance.clients import ClientVariant, register_variant
+from jetcheck.conformance.clients.base import MISSED_HEARTBEAT, RESET, TERMINAL, Delivery, EventLog, Inbox, StartPolicy
+from jetcheck.conformance.clients.driven import MISBEHAVE_MODES
+from jetcheck.conformance.clients.natspy import NatsPySession, NatsPySubscription, delivery
 
 NS = 1_000_000_000
 CHATTY_EVERY_S = 0.1
-MODES = (
-    "swallow-missed-heartbeat",
-    "chatty-missed-heartbeat",
-    "terminal-on-missed-heartbeat",
-    "duplicate-delivery",
-    "drop-deliveries-after-reset",
-)
+MODES = MISBEHAVE_MODES  # the driver protocol's modes: a driven client's driver misreports, others are wrapped here
 
 
 class WrappedAdapter:
@@ -373,7 +369,13 @@ def nats_py_only(variant: str, wrap_session: Callable):
     return wrap
 
 
-VARIANTS = {mode: misbehaving(mode) for mode in MODES} | {
-    "never-reset": nats_py_only("never-reset", NeverReset),
-    "adr37-heartbeats": nats_py_only("adr37-heartbeats", Adr37Heartbeats),
+VARIANTS = {mode: ClientVariant(mode, misbehaving(mode), driver_mode=mode) for mode in MODES} | {
+    "never-reset": ClientVariant("never-reset", nats_py_only("never-reset", NeverReset)),
+    "adr37-heartbeats": ClientVariant("adr37-heartbeats", nats_py_only("adr37-heartbeats", Adr37Heartbeats)),
 }
+
+
+def register_variants() -> None:
+    """Offer every variant above to `--client` (jetcheck.conformance.clients.register_variant)."""
+    for variant in VARIANTS.values():
+        register_variant(variant)

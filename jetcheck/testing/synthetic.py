@@ -1,4 +1,5 @@
-"""Synthetic result logs shaped by jetcheck.records: for the reports' tests and benchmark, not for users.
+"""Synthetic result logs shaped by jetcheck.records: for the reports' tests and benchmark, and for a user's tests of
+what reads them.
 
 Load logs mimic an open-loop run: operations scheduled at a fixed rate, a small send delay, log-normal service
 times with a slow tail, a share of failures, deliveries that carry an end-to-end latency, and one server sample a
