@@ -10,7 +10,6 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from jetcheck.config import DRIVEN_CLIENTS, OPTIONS, Config, add_option_arguments, cli_flag, resolve
 from jetcheck.conformance.clients import adapter_for
 from jetcheck.conformance.clients.driven import prepare as prepare_driver
 from jetcheck.fixtures import children
@@ -19,6 +18,7 @@ from jetcheck.fixtures.cleanup import claim_prefix
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.providers import refuse_tls_without_url
 from jetcheck.fixtures.target import Target, probe
+from jetcheck.options import DRIVEN_CLIENTS, OPTIONS, Config, add_option_arguments, cli_flag, resolve
 from jetcheck.records import JUNIT_FILE, RESULTS_FILE, RUN_FILE, STATUSES, CheckResult, read_results
 from jetcheck.verdict import FAILING, judge
 

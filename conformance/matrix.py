@@ -10,10 +10,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from jetcheck.config import OPTION_BY_NAME, ConfigError
+from jetcheck.errors import ConfigError
 from jetcheck.fixtures import children
 from jetcheck.fixtures.binaries import binary_version, system_binary
 from jetcheck.fixtures.errors import TargetError
+from jetcheck.options import OPTION_BY_NAME
 from jetcheck.records import RESULTS_FILE, STATUSES, CheckResult, read_results
 from jetcheck.verdict import rule_statuses
 

@@ -28,13 +28,14 @@ import pytest_asyncio
 from hypothesis import HealthCheck, settings
 
 import jetcheck
-from jetcheck.config import OPTIONS, Config, ConfigError, resolve
+from jetcheck.errors import ConfigError
 from jetcheck.fixtures.children import interrupt_on_sigterm
 from jetcheck.fixtures.cleanup import RunLedger, claim_prefix, create_anchor, delete_created_streams, run_marker
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.providers import ServerProvider, provider_for
 from jetcheck.fixtures.proxy import NatsProxy
 from jetcheck.fixtures.target import ServerInfo, Target, probe, version_tuple
+from jetcheck.options import OPTIONS, Config, resolve
 from jetcheck.records import LEVELS, RESULTS_FILE, RUN_FILE, CheckResult
 from jetcheck.redact import redact_text
 

@@ -51,6 +51,7 @@ def one_line(message: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from jetcheck import run
     from jetcheck.conformance import certify, matrix
     from jetcheck.load import cli as load_cli
     from jetcheck.reports import cli as reports_cli
@@ -62,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     matrix.register(subparsers)
     load_cli.register(subparsers)
     reports_cli.register(subparsers)
+    run.register(subparsers)
     return parser
 
 

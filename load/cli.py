@@ -22,13 +22,19 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from jetcheck.config import (
+from jetcheck.errors import ConfigError
+from jetcheck.fixtures import children
+from jetcheck.fixtures.cleanup import claim_prefix
+from jetcheck.fixtures.errors import TargetError
+from jetcheck.fixtures.process import free_port
+from jetcheck.fixtures.providers import provider_for
+from jetcheck.fixtures.target import Target, probe
+from jetcheck.options import (
     CREDENTIAL_OPTIONS,
     CREDENTIAL_VARIABLES,
     MANAGED_SERVERS,
     MAX_SECONDS,
     OPTION_BY_NAME,
-    ConfigError,
     add_option_arguments,
     argument_type,
     cli_flag,
@@ -39,12 +45,6 @@ from jetcheck.config import (
     resolve_some,
     server_version_for,
 )
-from jetcheck.fixtures import children
-from jetcheck.fixtures.cleanup import claim_prefix
-from jetcheck.fixtures.errors import TargetError
-from jetcheck.fixtures.process import free_port
-from jetcheck.fixtures.providers import provider_for
-from jetcheck.fixtures.target import Target, probe
 from jetcheck.records import LOAD_FILE
 from jetcheck.redact import redact_url
 

@@ -27,7 +27,6 @@ import gevent
 from locust import User, constant, events, task
 from locust.runners import MasterRunner, WorkerRunner
 
-from jetcheck.config import new_run_prefix, resolve_credentials
 from jetcheck.fixtures.cleanup import PrefixInUse, claim_prefix
 from jetcheck.fixtures.target import Target, speaks_tls
 from jetcheck.load import bridge, runfile
@@ -44,6 +43,7 @@ from jetcheck.load.scenarios import (
     setup,
     teardown,
 )
+from jetcheck.options import new_run_prefix, resolve_credentials
 from jetcheck.redact import redact_url
 
 logger = logging.getLogger("jetcheck.load")

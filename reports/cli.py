@@ -1,23 +1,14 @@
-"""The `jetcheck report` and `jetcheck run` subcommands."""
+"""The `jetcheck report` subcommand."""
 
 from __future__ import annotations
 
 import argparse
-import functools
-import os
 import re
 import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from jetcheck.config import (
-    CREDENTIAL_OPTIONS,
-    Config,
-    ConfigError,
-    add_option_arguments,
-    cli_flag,
-    resolve,
-)
+from jetcheck.errors import ConfigError
 from jetcheck.reports import compare, inputs
 
 
@@ -95,31 +86,6 @@ def report_command(args: argparse.Namespace) -> int:
     return 1 if outcome.regressions else 0
 
 
-def validate_run(args: argparse.Namespace) -> Config:
-    """The target and its credentials resolved and checked as certify does (a --server-version with a URL is
-    refused there), and the run folder checked; nothing is started."""
-    cli = {name: getattr(args, name, None) for name in ("server", "server_version", *CREDENTIAL_OPTIONS)}
-    cfg = resolve(cli=cli, env=os.environ, flag=cli_flag)
-    _refuse_file(args.out, "--out")
-    return cfg
-
-
-def run_command(args: argparse.Namespace) -> int:
-    from jetcheck.conformance.certify import preflight
-    from jetcheck.reports.runjob import main_job
-
-    cfg = validate_run(args)
-    return main_job(
-        Path(args.out) if args.out else None,
-        args.server_version,
-        args.master,
-        strict=args.strict,
-        server=cfg.server,
-        credentials=cfg.credentials(),
-        preflight=functools.partial(preflight, cfg),
-    )
-
-
 def register(subparsers) -> None:
     report = subparsers.add_parser(
         "report",
@@ -154,18 +120,3 @@ def register(subparsers) -> None:
         help=f"flag p99 above baseline by more than this (default {compare.P99_RISE})",
     )
     report.set_defaults(func=report_command, validate=validate_report)
-
-    run = subparsers.add_parser(
-        "run",
-        help="certify the embedded server (or --server), run a short load, write the report",
-        description="Certify against the embedded nats-server (or --server with its credentials), run a ~20 s "
-        "publish+consume load, and write the report into one run folder; prints the path of its index.html and "
-        "the verdict. Exit 0 once the report is written, 3 when a step (or certify's results) did not complete; "
-        "with --strict, 1 when a MUST check failed.",
-    )
-    add_option_arguments(run, ["server", *CREDENTIAL_OPTIONS])
-    run.add_argument("--out", metavar="DIR", help="run folder to create (default: ./jetcheck-run-<time>)")
-    run.add_argument("--server-version", metavar="V", help="nats-server release to certify and load")
-    run.add_argument("--master", type=_master, metavar="URL", help="Spark master for the report (default: local[*])")
-    run.add_argument("--strict", action="store_true", help="exit 1 when a MUST check failed (a CI gate)")
-    run.set_defaults(func=run_command, validate=validate_run)

@@ -12,8 +12,8 @@ import pytest
 
 from jetcheck import cli
 from jetcheck.cli import build_parser, main
-from jetcheck.config import resolve
 from jetcheck.load import cli as load_cli
+from jetcheck.options import resolve
 from jetcheck.records import RESULTS_FILE, RUN_FILE, CheckResult
 
 CLOSED = "nats://127.0.0.1:1"  # nothing listens on port 1

@@ -8,7 +8,7 @@ their `+<mode>` makes the driver misreport on purpose.
 
 from __future__ import annotations
 
-from jetcheck.config import ConfigError
+from jetcheck.errors import ConfigError
 
 from .base import ClientAdapter, ClientEvent, ClientSession, Delivery, Documented, EventLog, StartPolicy
 from .natspy import NatsPyAdapter

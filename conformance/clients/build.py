@@ -21,7 +21,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from jetcheck.config import ConfigError
+from jetcheck.errors import ConfigError
 from jetcheck.fixtures.binaries import default_cache_dir
 
 SOURCES = Path(__file__).with_name("drivers")

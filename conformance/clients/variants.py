@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from nats.js import api
 
-from jetcheck.config import ConfigError
+from jetcheck.errors import ConfigError
 
 from .base import MISSED_HEARTBEAT, RESET, TERMINAL, Delivery, EventLog, Inbox, StartPolicy
 from .natspy import NatsPySession, NatsPySubscription, delivery

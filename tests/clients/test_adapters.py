@@ -7,10 +7,11 @@ from importlib import metadata
 
 import pytest
 
-from jetcheck.config import ConfigError, resolve
 from jetcheck.conformance.clients import adapter_for
 from jetcheck.conformance.clients.base import MISSED_HEARTBEAT, EventLog
 from jetcheck.conformance.clients.variants import VARIANTS
+from jetcheck.errors import ConfigError
+from jetcheck.options import resolve
 
 
 def test_nats_py_is_the_default_client_and_reports_its_installed_version():

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from jetcheck.errors import ConfigError
 from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.target import Credentials
@@ -23,10 +24,6 @@ from jetcheck.redact import REDACTED, redact_url
 
 MANAGED_SERVERS = ("local", "system", "cluster")  # the --server values for servers the suite runs itself
 VERSIONED_SERVERS = ("local", "cluster")  # the ones whose release --server-version picks
-
-
-class ConfigError(TargetError):
-    """An option has a value jetcheck cannot use."""
 
 
 def _server(value: str) -> str:
