@@ -35,7 +35,7 @@ from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.providers import ServerProvider, provider_for
 from jetcheck.fixtures.proxy import NatsProxy
 from jetcheck.fixtures.target import ServerInfo, Target, probe, version_tuple
-from jetcheck.options import OPTIONS, Config, resolve
+from jetcheck.options import OPTIONS, Config, add_pytest_options, resolve
 from jetcheck.records import LEVELS, RESULTS_FILE, RUN_FILE, CheckResult
 from jetcheck.redact import redact_text
 
@@ -200,12 +200,7 @@ def _state(config: pytest.Config) -> RunState:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("jetcheck", "jetcheck conformance")
-    for option in OPTIONS:
-        env = f" [env {option.env}, ini {option.ini}]"
-        kind = {"action": "store_const", "const": "yes"} if option.switch else {}
-        group.addoption(option.flag, dest="jetcheck_" + option.name, default=None, help=option.help + env, **kind)
-        parser.addini(option.ini, option.help)
+    add_pytest_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:

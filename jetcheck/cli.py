@@ -1,4 +1,4 @@
-"""The `jetcheck` command: certify, load, report, run."""
+"""The `jetcheck` command: certify, matrix, load, report, run; each command's options come from jetcheck.options."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import NoReturn
 from jetcheck import __version__
 from jetcheck.fixtures.children import PARENT_SAYS_INTERRUPTED, interrupt_on_sigterm
 from jetcheck.fixtures.errors import TargetError
+from jetcheck.options import resolve_arguments
 from jetcheck.redact import redact_url
 
 REMAINDER_DEST = "pytest_args"  # the arguments after `--` that certify and matrix pass on to pytest
@@ -35,6 +36,8 @@ class Parser(argparse.ArgumentParser):
         for name, value in vars(parsed).items():
             if value == [] and name != REMAINDER_DEST:
                 self.error(f"--{name.replace('_', '-')}: expected a value, not --")
+        if getattr(parsed, "command", None):  # the top-level parser: every option of the command gets its value
+            resolve_arguments(parsed.command, parsed, os.environ)
         return parsed
 
     def error(self, message: str) -> NoReturn:

@@ -26,14 +26,13 @@ from jetcheck.fixtures.target import Credentials
 from jetcheck.options import (
     CREDENTIAL_OPTIONS,
     Config,
-    add_option_arguments,
+    add_arguments,
     cli_flag,
     credential_environment,
     resolve,
     resolve_some,
 )
 from jetcheck.records import RESULTS_FILE
-from jetcheck.reports.cli import _master, _refuse_file
 from jetcheck.reports.inputs import CERTIFY_DIR, LOAD_DIR, LOAD_FILE, REPORT_DIR
 
 LOAD_DURATION = "20s"
@@ -273,11 +272,9 @@ def main_job(
 
 def validate_run(args: argparse.Namespace) -> Config:
     """The target and its credentials resolved and checked as certify does (a --server-version with a URL is
-    refused there), and the run folder checked; nothing is started."""
-    cli = {name: getattr(args, name, None) for name in ("server", "server_version", *CREDENTIAL_OPTIONS)}
-    cfg = resolve(cli=cli, env=os.environ, flag=cli_flag)
-    _refuse_file(args.out, "--out")
-    return cfg
+    refused there; the run's other options come from the table); nothing is started."""
+    cli = {name: args.given.get(name) for name in ("server", "server_version", *CREDENTIAL_OPTIONS)}
+    return resolve(cli=cli, env=os.environ, flag=cli_flag)
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -286,7 +283,7 @@ def run_command(args: argparse.Namespace) -> int:
     cfg = validate_run(args)
     return main_job(
         Path(args.out) if args.out else None,
-        args.server_version,
+        args.given.get("server_version"),  # not given: certify and load take the default (or the variable) alike
         args.master,
         strict=args.strict,
         server=cfg.server,
@@ -304,9 +301,5 @@ def register(subparsers) -> None:
         "the verdict. Exit 0 once the report is written, 3 when a step (or certify's results) did not complete; "
         "with --strict, 1 when a MUST check failed.",
     )
-    add_option_arguments(run, ["server", *CREDENTIAL_OPTIONS])
-    run.add_argument("--out", metavar="DIR", help="run folder to create (default: ./jetcheck-run-<time>)")
-    run.add_argument("--server-version", metavar="V", help="nats-server release to certify and load")
-    run.add_argument("--master", type=_master, metavar="URL", help="Spark master for the report (default: local[*])")
-    run.add_argument("--strict", action="store_true", help="exit 1 when a MUST check failed (a CI gate)")
+    add_arguments(run, "run")
     run.set_defaults(func=run_command, validate=validate_run)

@@ -6,34 +6,10 @@ import argparse
 import re
 import sys
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from jetcheck.errors import ConfigError
-from jetcheck.reports import compare, inputs
-
-
-def _share(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = float("nan")
-    if not 0 < number < 10:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"expected a share such as 0.1 (10 %), not {value!r}")
-    return number
-
-
-def _master(value: str) -> str:
-    # local, local[4], local[*], local[4,2] (retries), or a cluster manager's URL
-    if not (re.fullmatch(r"local(\[(\d+|\*)(,\d+)?\])?", value) or urlsplit(value).scheme in ("spark", "k8s")):
-        raise argparse.ArgumentTypeError(
-            f"expected a Spark master such as local[*] or spark://host:7077, not {value!r}"
-        )
-    return value
-
-
-def _refuse_file(value: str | None, flag: str) -> None:
-    if value and Path(value).exists() and not Path(value).is_dir():
-        raise ConfigError(f"{flag}: {value} exists and is not a directory")
+from jetcheck.options import add_arguments
+from jetcheck.reports import inputs
 
 
 def validate_report(args: argparse.Namespace) -> None:
@@ -43,7 +19,6 @@ def validate_report(args: argparse.Namespace) -> None:
         inputs.check(result_set)
     if args.baseline:
         inputs.check(inputs.resolve(args.baseline))
-    _refuse_file(args.out, "--out")
 
 
 # Spark's error for a file it cannot read, e.g. a Parquet log whose pages are corrupt (its footer, checked by
@@ -94,29 +69,5 @@ def register(subparsers) -> None:
         "index.html, summary.md and tables/*.csv|parquet. Several --in give a compatibility matrix. "
         "Exit 1 when --baseline finds a regression.",
     )
-    report.add_argument(
-        "--in",
-        dest="inputs",
-        action="append",
-        required=True,
-        metavar="DIR",
-        help="a run folder, a certify folder or a load folder (repeatable)",
-    )
-    report.add_argument("--baseline", metavar="DIR", help="compare with this earlier run and flag regressions")
-    report.add_argument("--out", metavar="DIR", help="where to write (default: RUN/report, else ./jetcheck-report)")
-    report.add_argument("--master", type=_master, metavar="URL", help="Spark master (default: local[*] on 127.0.0.1)")
-    report.add_argument(
-        "--max-throughput-drop",
-        type=_share,
-        default=compare.THROUGHPUT_DROP,
-        metavar="SHARE",
-        help=f"flag throughput below baseline by more than this (default {compare.THROUGHPUT_DROP})",
-    )
-    report.add_argument(
-        "--max-p99-rise",
-        type=_share,
-        default=compare.P99_RISE,
-        metavar="SHARE",
-        help=f"flag p99 above baseline by more than this (default {compare.P99_RISE})",
-    )
+    add_arguments(report, "report")
     report.set_defaults(func=report_command, validate=validate_report)

@@ -103,7 +103,10 @@ def test_negative_payload_is_refused(capsys):
 def test_negative_duration_says_it_must_be_positive(capsys, argv):
     """`--duration -5s` used to be argparse's "expected one argument" (with a usage block)."""
     line = bad_input_line(capsys, "load", "--scenario", "publish-async", *argv, "--server", CLOSED)
-    assert line == "--duration: duration must be positive, not '-5s'"
+    assert (
+        line
+        == "--duration: expected a positive number of seconds or a duration such as 90, 90s, 2m or 1h30m, not '-5s'"
+    )
 
 
 def test_run_against_an_unreachable_server_stops_before_any_step(capsys, tmp_path):
