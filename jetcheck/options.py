@@ -1,8 +1,11 @@
-"""jetcheck's options: each one a CLI flag, an ini key and an environment variable, resolved once.
+"""jetcheck's options, in one table (TABLE): each option's name, check, default, environment variable, help and the
+commands that take it. Every `jetcheck` command's flags (`--<name>`), the pytest plugin's (`--jetcheck-<name>`, ini
+`jetcheck_<name>`) and the locustfile's (`--jetcheck-<name>`) are generated from it; the variable is
+``JETCHECK_<NAME>`` unless the table says otherwise.
 
-Precedence: command line, then environment, then ini file, then the default. The pytest plugin registers every
-option in OPTIONS as ``--jetcheck-<name>`` and ``jetcheck_<name>``; the environment variable is
-``JETCHECK_<NAME>``. The resolved ``Config`` is frozen; ``redacted()`` is what may be shown or logged.
+Precedence: command line, then environment, then ini file, then the default. A shared leaf: the application
+(`jetcheck.cli`) and the layers below it (the plugin, the load) import it, and it imports nothing of the application.
+The resolved ``Config`` of a conformance run is frozen; ``redacted()`` is what may be shown or logged.
 """
 
 from __future__ import annotations
