@@ -78,7 +78,8 @@ def pytest_environment(cfg: Config) -> dict[str, str]:
     """The resolved options as JETCHECK_* variables: secrets travel in the environment, not on a command line."""
     env = dict(os.environ)
     for option in OPTIONS:
-        env[option.env] = str(getattr(cfg, option.name))
+        value = getattr(cfg, option.name)
+        env[option.env] = f"{value:g}" if isinstance(value, float) else str(value)  # 60.0 is "60", as it was given
     return env
 
 

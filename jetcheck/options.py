@@ -74,19 +74,19 @@ MATRIX_VERSIONS = ("2.9.10", "2.10.26", "2.11.11", "2.12.8", "2.14.6", "2.15.1")
 MAX_SECONDS = 7 * 24 * 3600.0  # a week: longer timeouts or runs are typing mistakes, and overflow timers
 
 
-DURATION_SYNTAX = "90, 90s, 2m or 1h30m"  # Locust's -t syntax too; seconds may have decimals (0.5s)
-_DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s?)?")
+DURATION_SYNTAX = "90, 90s, 2m or 1h30m"  # Locust's -t syntax, which jetcheck load passes on
+_DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s?)?")
 
 
 def duration(value: str) -> float:
-    """Seconds, from the one syntax of every duration option: plain seconds (90), or hours, minutes and seconds
-    with their units (90s, 2m, 1h30m, 1h30m10s); positive and at most a week."""
+    """Seconds, from the one syntax of every duration option, Locust's: whole seconds (90), or hours, minutes and
+    seconds with their units (90s, 2m, 1h30m, 1h30m10s); positive and at most a week."""
     text = value.strip()
     match = _DURATION.fullmatch(text.removeprefix("-"))
     if not text or not match or not any(match.groups()):
-        raise ConfigError(f"expected a number of seconds or a duration such as {DURATION_SYNTAX}, not {value!r}")
+        raise ConfigError(f"expected whole seconds or a duration such as {DURATION_SYNTAX}, not {value!r}")
     hours, minutes, seconds = match.groups()
-    total = int(hours or 0) * 3600 + int(minutes or 0) * 60 + float(seconds or 0)
+    total = float(int(hours or 0) * 3600 + int(minutes or 0) * 60 + int(seconds or 0))
     if text.startswith("-") or total <= 0:
         raise ConfigError(
             f"expected a positive number of seconds or a duration such as {DURATION_SYNTAX}, not {value!r}"
@@ -577,6 +577,7 @@ TABLE: tuple[Option, ...] = (
         lambda: "1",
         integer(1, MAX_REPLICAS, "number of replicas"),
         commands=("load", LOCUST),
+        variants={LOCUST: {"help": "replicas of the run's stream or bucket (default 1)"}},
     ),
     Option(
         "monitor",

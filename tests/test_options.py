@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 
@@ -14,7 +15,7 @@ from jetcheck import cli
 from jetcheck.conformance import plugin
 from jetcheck.errors import ConfigError
 from jetcheck.load.cli import LOCUSTFILE
-from jetcheck.options import COMMANDS, LOCUST, PYTEST, TABLE, duration, new_run_prefix, options_for
+from jetcheck.options import COMMANDS, LOCUST, PYTEST, TABLE, duration, new_run_prefix, options_for, resolve
 
 
 def command_parser(command: str) -> argparse.ArgumentParser:
@@ -149,16 +150,16 @@ def test_every_option_is_taken_somewhere_and_named_once():
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("90", 90.0), ("90s", 90.0), ("2m", 120.0), ("1h30m", 5400.0), ("1h30m10s", 5410.0), ("0.5s", 0.5)],
+    [("90", 90.0), ("90s", 90.0), ("2m", 120.0), ("1h30m", 5400.0), ("1h30m10s", 5410.0), (" 30s ", 30.0)],
 )
 def test_one_duration_syntax(text, seconds):
     """Every duration option (load's --duration, certify's --check-timeout) reads the same syntax, Locust's -t."""
     assert duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "s", "1d", "-5s", "0", "5 m", "1e3", "169h"])
+@pytest.mark.parametrize("text", ["", "s", "1d", "-5s", "0", "0s", "5 m", "1e3", "0.5s", "1.5", "169h"])
 def test_a_bad_duration_is_refused(text):
-    with pytest.raises(ConfigError, match=r"^expected a"):
+    with pytest.raises(ConfigError, match=r"^expected .*duration"):
         duration(text)
 
 
@@ -172,3 +173,16 @@ def test_run_prefixes_come_from_one_generator():
     for command in ("certify", "load", PYTEST):
         (option,) = (o for o in options_for(command) if o.name == "run_prefix")
         assert option.default is new_run_prefix
+
+
+def test_certify_hands_pytest_the_options_it_resolved(monkeypatch):
+    """The variables certify sets for its pytest are read back by the plugin as the same options."""
+    from jetcheck.conformance.certify import pytest_environment, resolve_from_args
+
+    for name in [n for n in os.environ if n.startswith("JETCHECK_")]:
+        monkeypatch.delenv(name)
+    args = cli.build_parser().parse_args(
+        ["certify", "--check-timeout", "2m", "--clean-previous", "--profile", "thorough"]
+    )
+    cfg = resolve_from_args(args)
+    assert resolve(cli={}, env=pytest_environment(cfg)) == cfg
