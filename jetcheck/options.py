@@ -299,8 +299,8 @@ class Option:
     `--jetcheck-<name>` and ini `jetcheck_<name>`, Locust's `--jetcheck-<name>`, and the variable `JETCHECK_<NAME>`.
 
     `default` is a text parsed like a given value, or None when the command decides (the option's value is then
-    None). `variants` adjusts the option for one command or host (e.g. Locust's --jetcheck-server takes a URL only),
-    by the fields of this class."""
+    None). `variants` adjusts the option for one command or host by the fields of this class (e.g. Locust's
+    --jetcheck-server defaults to a URL and reads JETCHECK_LOAD_SERVER, which jetcheck load sets)."""
 
     name: str
     help: str
@@ -313,7 +313,7 @@ class Option:
     cli: str = ""  # a `jetcheck` command's flag when it is not --<name>
     aliases: tuple[str, ...] = ()  # earlier flags that keep working
     metavar: str | None = None
-    choices: Callable[[], list[str]] | None = None  # shown and checked by argparse, and by `parse` for a variable
+    choices: Callable[[], list[str]] | None = None  # shown and checked by argparse, and by `value` for a variable
     required: bool = False  # on the command line (such an option has no variable)
     repeat: bool = False  # given once per value; the value is the list
     exclusive: str = ""  # options with the same group name exclude each other on the command line
