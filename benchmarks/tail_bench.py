@@ -3,7 +3,7 @@
     python benchmarks/tail_bench.py [--rounds 3] [--duration 20s]
 
 Each round runs the load step exactly as `jetcheck run` does (scenario, users, consumers, rate from
-jetcheck.reports.runjob) against one embedded server, then prints the p99 `jetcheck load` reported for publish, the
+jetcheck.run) against one embedded server, then prints the p99 `jetcheck load` reported for publish, the
 p99 of each second of the run (response time from the intended send, by intended second), and the ratio of the
 reported p99 to the median per-second p99 of the steady seconds (all but the first and the last). The goal: within
 25% (ratio 0.75-1.25). A wind-down that distorts the tail shows as a last second far above the others.
@@ -26,7 +26,7 @@ from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.fixtures.providers import provider_for
 from jetcheck.fixtures.target import Credentials
 from jetcheck.records import OPS_DIR
-from jetcheck.reports.runjob import LOAD_OPTIONS, LOAD_SCENARIO
+from jetcheck.run import LOAD_OPTIONS, LOAD_SCENARIO
 
 NS = 1_000_000_000
 

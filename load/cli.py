@@ -13,77 +13,38 @@ import asyncio
 import contextlib
 import json
 import os
-import re
 import secrets
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 
-from jetcheck.config import (
-    CREDENTIAL_OPTIONS,
-    CREDENTIAL_VARIABLES,
-    MANAGED_SERVERS,
-    MAX_SECONDS,
-    OPTION_BY_NAME,
-    ConfigError,
-    add_option_arguments,
-    argument_type,
-    cli_flag,
-    credential_environment,
-    integer,
-    positive_rate,
-    resolve_credentials,
-    resolve_some,
-    server_version_for,
-)
+from jetcheck.errors import ConfigError
 from jetcheck.fixtures import children
 from jetcheck.fixtures.cleanup import claim_prefix
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.process import free_port
 from jetcheck.fixtures.providers import provider_for
-from jetcheck.fixtures.target import Target, probe
+from jetcheck.fixtures.target import Credentials, Target, probe
+from jetcheck.options import (
+    CREDENTIAL_OPTIONS,
+    CREDENTIAL_VARIABLES,
+    MANAGED_SERVERS,
+    MAX_DEFAULT_PROCESSES,
+    add_arguments,
+    credential_environment,
+)
 from jetcheck.records import LOAD_FILE
 from jetcheck.redact import redact_url
 
 from . import runfile, summary
 from .monitor import default_monitor_url, reachable
-from .scenarios import SCENARIOS, LoadSettings, scenario, setup, teardown
+from .scenarios import LoadSettings, scenario, setup, teardown
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")  # a path, not an import: Locust monkey-patches on import
 GRACE_S = 120.0  # setup (prefill), drain and teardown on top of the run time
 LOCUST_STOP_S = 30.0  # past the deadline, for Locust to write what it has
-MAX_DEFAULT_PROCESSES = 8
-PREFIX_OPTIONS = ("run_prefix", "clean_previous")
-MAX_PAYLOAD = 64 * 1024 * 1024  # nats-server's largest max_payload
-MAX_REPLICAS = 5  # JetStream's
-
-
-def parse_duration(text: str) -> float:
-    """'30s', '2m', '1h', '1m30s' or plain seconds."""
-    if text.strip().startswith("-"):
-        raise ConfigError(f"duration must be positive, not {text!r}")
-    match = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s?)?", text.strip())
-    if not text.strip() or not match or not any(match.groups()):
-        raise ConfigError(f"duration must look like 30s, 2m or 1h, not {text!r}")
-    hours, minutes, seconds = match.groups()
-    total = int(hours or 0) * 3600 + int(minutes or 0) * 60 + float(seconds or 0)
-    if not 0 < total <= MAX_SECONDS:
-        raise ConfigError(f"duration must be positive and at most {MAX_SECONDS / 3600:g}h, not {text!r}")
-    return total
-
-
-def _monitor_url(value: str) -> str:
-    parts = urlsplit(value)
-    try:
-        parts.port  # noqa: B018 -- urlsplit checks the port only when asked for it
-    except ValueError:
-        raise ConfigError(f"monitoring URL port must be a number from 0 to 65535, not {value!r}") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"monitoring URL must look like http://host:8222, not {value!r}")
-    return value.rstrip("/")
 
 
 def register(subparsers) -> None:
@@ -93,78 +54,7 @@ def register(subparsers) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--scenario", required=True, choices=list(SCENARIOS), help="what the users do")
-    pacing = parser.add_mutually_exclusive_group()
-    pacing.add_argument(
-        "--rate",
-        type=argument_type(positive_rate),
-        default=0.0,
-        help="open loop: total target ops/s over all publishers",
-    )
-    pacing.add_argument("--max", action="store_true", help="closed loop: as fast as possible (the default)")
-    parser.add_argument(
-        "--duration", type=argument_type(parse_duration), default="30s", help="run time, e.g. 30s, 2m (default 30s)"
-    )
-    users = argument_type(integer(1, what="number of users"))
-    parser.add_argument(
-        "--users",
-        type=users,
-        default=None,
-        help="Locust users over all processes (default: --consumers + 1 in mixed/end-to-end, else --processes or 1)",
-    )
-    parser.add_argument(
-        "--processes",
-        type=argument_type(integer(1, what="number of processes")),
-        default=None,
-        help="Locust processes (default 1; for scenarios with publishers and consumers one per user, up to "
-        f"{MAX_DEFAULT_PROCESSES}, so the roles do not share an event loop)",
-    )
-    parser.add_argument("--consumers", type=users, default=1, help="consuming users in mixed/end-to-end (default 1)")
-    parser.add_argument(
-        "--payload",
-        type=argument_type(integer(0, MAX_PAYLOAD, "payload size in bytes")),
-        default=128,
-        help="payload bytes (default 128)",
-    )
-    parser.add_argument(
-        "--max-inflight",
-        type=argument_type(integer(1, what="number of outstanding operations")),
-        default=1000,
-        help="outstanding ops per user (default 1000)",
-    )
-    parser.add_argument(
-        "--prefill",
-        type=argument_type(integer(0, what="number of messages")),
-        default=50_000,
-        help="messages prefilled for consume scenarios",
-    )
-    parser.add_argument(
-        "--replicas",
-        type=argument_type(integer(1, MAX_REPLICAS, "number of replicas")),
-        default=1,
-        help="replicas of the run's stream or bucket (e.g. 3 with --server cluster)",
-    )
-    parser.add_argument(
-        "--server",
-        type=argument_type(OPTION_BY_NAME["server"].parse),
-        default="local",
-        help="local (embedded), system, cluster (3 embedded nodes) or nats://host:port",
-    )
-    parser.add_argument(
-        "--server-version",
-        type=argument_type(OPTION_BY_NAME["server_version"].parse),
-        default=None,
-        help="nats-server release for --server local or cluster",
-    )
-    parser.add_argument(
-        "--monitor",
-        type=argument_type(_monitor_url),
-        default=None,
-        help="monitoring URL of a URL --server (default host:8222); an explicit one must answer",
-    )
-    add_option_arguments(parser, CREDENTIAL_OPTIONS)  # for a nats:// or tls:// --server, as `jetcheck certify`
-    add_option_arguments(parser, PREFIX_OPTIONS)
-    parser.add_argument("--out", default="", help="output directory (default jetcheck-load/<run id>)")
+    add_arguments(parser, "load")
     parser.set_defaults(func=run, validate=_validate)
 
 
@@ -172,6 +62,8 @@ def _validate(args) -> float:
     """Check the options together and fill in the defaults that depend on others (users, processes, server
     version); nothing is started. The run time in seconds. Calling it again changes nothing."""
     spec = scenario(args.scenario)
+    if args.rate and args.max:  # on the command line argparse says so; here a variable gave one of them
+        raise ConfigError("--rate and --max exclude each other: give one (open or closed loop)")
     if args.rate and not spec.paced:
         raise ConfigError(
             f"{spec.name} consumes a prefilled stream as fast as it can; --rate applies to scenarios "
@@ -187,13 +79,8 @@ def _validate(args) -> float:
         raise ConfigError("--processes cannot exceed --users (each process runs whole users)")
     if both_roles and args.consumers >= args.users:
         raise ConfigError(f"{spec.name} needs publishers too: --users must exceed --consumers")
-    cli = vars(args)
-    args.server_version = server_version_for(args.server, cli, os.environ, flag=cli_flag)
     if args.monitor and args.server in MANAGED_SERVERS:
         raise ConfigError(f"--monitor applies to a URL --server; jetcheck monitors the {args.server} server itself")
-    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
-        raise ConfigError(f"--out: {args.out} exists and is not a directory")
-    resolve_credentials(cli, os.environ, flag=cli_flag)
     return args.duration
 
 
@@ -250,7 +137,7 @@ def locust_command(
         str(out),
         "--jetcheck-run-id",
         run_id,
-        "--jetcheck-prefix",
+        "--jetcheck-run-prefix",
         prefix,
         "--jetcheck-prefix-claimed",
         "--jetcheck-monitor",
@@ -301,10 +188,9 @@ def run(args) -> int:
     duration_s = _validate(args)
     if args.monitor and not reachable(args.monitor):
         raise TargetError(f"--monitor {args.monitor} does not answer /varz: no server samples could be recorded")
-    credentials = resolve_credentials(vars(args), os.environ, flag=cli_flag)
+    credentials = Credentials(**{name: getattr(args, name) for name in CREDENTIAL_OPTIONS})
     run_id = "load-" + secrets.token_hex(4)
-    chosen = resolve_some(PREFIX_OPTIONS, vars(args), os.environ, flag=cli_flag)
-    prefix = chosen["run_prefix"]
+    prefix = args.run_prefix
     out = Path(args.out or Path("jetcheck-load") / run_id)
     provider = provider_for(args.server, args.server_version, credentials)
     try:
@@ -323,7 +209,7 @@ def run(args) -> int:
             prefill=args.prefill,
             replicas=args.replicas,
         )
-        version = asyncio.run(_prepare(target, settings, chosen["clean_previous"]))
+        version = asyncio.run(_prepare(target, settings, args.clean_previous))
         out.mkdir(parents=True, exist_ok=True)  # only once the target has answered
         monitor = target.process.monitor_url if target.process else (args.monitor or default_monitor_url(target.url))
         if not target.process and not args.monitor and not reachable(monitor):

@@ -27,7 +27,6 @@ import gevent
 from locust import User, constant, events, task
 from locust.runners import MasterRunner, WorkerRunner
 
-from jetcheck.config import new_run_prefix, resolve_credentials
 from jetcheck.fixtures.cleanup import PrefixInUse, claim_prefix
 from jetcheck.fixtures.target import Target, speaks_tls
 from jetcheck.load import bridge, runfile
@@ -37,13 +36,13 @@ from jetcheck.load.oplog import OpLog
 from jetcheck.load.scenarios import (
     CONSUMER,
     PUBLISHER,
-    SCENARIOS,
     LoadSettings,
     scenario,
     server_counts,
     setup,
     teardown,
 )
+from jetcheck.options import add_locust_arguments, new_run_prefix, resolve_credentials
 from jetcheck.redact import redact_url
 
 logger = logging.getLogger("jetcheck.load")
@@ -66,44 +65,7 @@ _stopping: dict[str, int] = {}  # "ns": when this process was first asked to sto
 
 @events.init_command_line_parser.add_listener
 def add_options(parser) -> None:
-    group = parser  # argument groups do not take Locust's include_in_web_ui
-    group.add_argument(
-        "--jetcheck-scenario",
-        default="publish-async",
-        choices=list(SCENARIOS),
-        env_var="JETCHECK_LOAD_SCENARIO",
-        help="load scenario",
-    )
-    group.add_argument(
-        "--jetcheck-server",
-        default="nats://127.0.0.1:4222",
-        env_var="JETCHECK_LOAD_SERVER",
-        help="nats:// URL of the target",
-    )
-    group.add_argument("--jetcheck-rate", type=float, default=0.0, help="total target ops/s (0: closed loop, max)")
-    group.add_argument("--jetcheck-consumers", type=int, default=1, help="consuming users in mixed scenarios")
-    group.add_argument("--jetcheck-payload", type=int, default=128, help="payload bytes")
-    group.add_argument("--jetcheck-max-inflight", type=int, default=1000, help="outstanding operations per user")
-    group.add_argument("--jetcheck-prefill", type=int, default=50_000, help="messages prefilled for consume runs")
-    group.add_argument("--jetcheck-replicas", type=int, default=1, help="replicas of the run's stream or bucket")
-    group.add_argument("--jetcheck-out", default="jetcheck-load", help="directory for op logs and load.json")
-    group.add_argument("--jetcheck-run-id", default="", help="run id (default: a new one per test)")
-    group.add_argument("--jetcheck-prefix", default="", help="prefix of every stream this run creates")
-    group.add_argument(
-        "--jetcheck-prefix-claimed",
-        action="store_true",
-        include_in_web_ui=False,
-        help="set by jetcheck load, which found the prefix unused and created the run's stream already",
-    )
-    group.add_argument("--jetcheck-monitor", default="", help="monitoring URL (default: http://<server host>:8222)")
-    group.add_argument("--jetcheck-server-version", default="", help="informational: the server's release")
-    group.add_argument(
-        "--jetcheck-users-total",
-        type=int,
-        default=0,
-        include_in_web_ui=False,
-        help="set by the master: users over all workers",
-    )
+    add_locust_arguments(parser)  # argument groups do not take Locust's include_in_web_ui
 
 
 def settings_from(options) -> LoadSettings:
@@ -113,7 +75,7 @@ def settings_from(options) -> LoadSettings:
         scenario=spec.name,
         server_url=options.jetcheck_server,
         run_id=options.jetcheck_run_id,
-        prefix=options.jetcheck_prefix,
+        prefix=options.jetcheck_run_prefix,
         out_dir=options.jetcheck_out,
         rate=options.jetcheck_rate if spec.paced else 0.0,
         users=users,
@@ -322,9 +284,9 @@ def on_test_start(environment, **_kwargs) -> None:
     options = environment.parsed_options
     # the master decides each test's identity (a new one per test in the web UI unless given on the command
     # line); custom options travel to the workers with the spawn message
-    given = _run_ids_given.setdefault("ids", (options.jetcheck_run_id, options.jetcheck_prefix))
+    given = _run_ids_given.setdefault("ids", (options.jetcheck_run_id, options.jetcheck_run_prefix))
     options.jetcheck_run_id = given[0] or "load-" + secrets.token_hex(4)
-    options.jetcheck_prefix = given[1] or new_run_prefix()
+    options.jetcheck_run_prefix = given[1] or new_run_prefix()
     options.jetcheck_users_total = getattr(options, "num_users", None) or 1
     settings = settings_from(options)
     _run.clear()

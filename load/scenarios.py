@@ -12,7 +12,7 @@ import asyncio
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from jetcheck.config import ConfigError
+from jetcheck.errors import ConfigError
 from jetcheck.fixtures.cleanup import connected_version, run_marker
 
 PUBLISHER = "publisher"

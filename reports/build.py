@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jetcheck.config import ConfigError
+from jetcheck.errors import ConfigError
 from jetcheck.reports import compare
 from jetcheck.reports.conformance_report import aggregate_conformance
 from jetcheck.reports.inputs import REPORT_DIR, ResultSet, resolve, resolve_all

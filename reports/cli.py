@@ -1,48 +1,15 @@
-"""The `jetcheck report` and `jetcheck run` subcommands."""
+"""The `jetcheck report` subcommand."""
 
 from __future__ import annotations
 
 import argparse
-import functools
-import os
 import re
 import sys
 from pathlib import Path
-from urllib.parse import urlsplit
 
-from jetcheck.config import (
-    CREDENTIAL_OPTIONS,
-    Config,
-    ConfigError,
-    add_option_arguments,
-    cli_flag,
-    resolve,
-)
-from jetcheck.reports import compare, inputs
-
-
-def _share(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = float("nan")
-    if not 0 < number < 10:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"expected a share such as 0.1 (10 %), not {value!r}")
-    return number
-
-
-def _master(value: str) -> str:
-    # local, local[4], local[*], local[4,2] (retries), or a cluster manager's URL
-    if not (re.fullmatch(r"local(\[(\d+|\*)(,\d+)?\])?", value) or urlsplit(value).scheme in ("spark", "k8s")):
-        raise argparse.ArgumentTypeError(
-            f"expected a Spark master such as local[*] or spark://host:7077, not {value!r}"
-        )
-    return value
-
-
-def _refuse_file(value: str | None, flag: str) -> None:
-    if value and Path(value).exists() and not Path(value).is_dir():
-        raise ConfigError(f"{flag}: {value} exists and is not a directory")
+from jetcheck.errors import ConfigError
+from jetcheck.options import add_arguments
+from jetcheck.reports import inputs
 
 
 def validate_report(args: argparse.Namespace) -> None:
@@ -52,7 +19,6 @@ def validate_report(args: argparse.Namespace) -> None:
         inputs.check(result_set)
     if args.baseline:
         inputs.check(inputs.resolve(args.baseline))
-    _refuse_file(args.out, "--out")
 
 
 # Spark's error for a file it cannot read, e.g. a Parquet log whose pages are corrupt (its footer, checked by
@@ -95,31 +61,6 @@ def report_command(args: argparse.Namespace) -> int:
     return 1 if outcome.regressions else 0
 
 
-def validate_run(args: argparse.Namespace) -> Config:
-    """The target and its credentials resolved and checked as certify does (a --server-version with a URL is
-    refused there), and the run folder checked; nothing is started."""
-    cli = {name: getattr(args, name, None) for name in ("server", "server_version", *CREDENTIAL_OPTIONS)}
-    cfg = resolve(cli=cli, env=os.environ, flag=cli_flag)
-    _refuse_file(args.out, "--out")
-    return cfg
-
-
-def run_command(args: argparse.Namespace) -> int:
-    from jetcheck.conformance.certify import preflight
-    from jetcheck.reports.runjob import main_job
-
-    cfg = validate_run(args)
-    return main_job(
-        Path(args.out) if args.out else None,
-        args.server_version,
-        args.master,
-        strict=args.strict,
-        server=cfg.server,
-        credentials=cfg.credentials(),
-        preflight=functools.partial(preflight, cfg),
-    )
-
-
 def register(subparsers) -> None:
     report = subparsers.add_parser(
         "report",
@@ -128,44 +69,5 @@ def register(subparsers) -> None:
         "index.html, summary.md and tables/*.csv|parquet. Several --in give a compatibility matrix. "
         "Exit 1 when --baseline finds a regression.",
     )
-    report.add_argument(
-        "--in",
-        dest="inputs",
-        action="append",
-        required=True,
-        metavar="DIR",
-        help="a run folder, a certify folder or a load folder (repeatable)",
-    )
-    report.add_argument("--baseline", metavar="DIR", help="compare with this earlier run and flag regressions")
-    report.add_argument("--out", metavar="DIR", help="where to write (default: RUN/report, else ./jetcheck-report)")
-    report.add_argument("--master", type=_master, metavar="URL", help="Spark master (default: local[*] on 127.0.0.1)")
-    report.add_argument(
-        "--max-throughput-drop",
-        type=_share,
-        default=compare.THROUGHPUT_DROP,
-        metavar="SHARE",
-        help=f"flag throughput below baseline by more than this (default {compare.THROUGHPUT_DROP})",
-    )
-    report.add_argument(
-        "--max-p99-rise",
-        type=_share,
-        default=compare.P99_RISE,
-        metavar="SHARE",
-        help=f"flag p99 above baseline by more than this (default {compare.P99_RISE})",
-    )
+    add_arguments(report, "report")
     report.set_defaults(func=report_command, validate=validate_report)
-
-    run = subparsers.add_parser(
-        "run",
-        help="certify the embedded server (or --server), run a short load, write the report",
-        description="Certify against the embedded nats-server (or --server with its credentials), run a ~20 s "
-        "publish+consume load, and write the report into one run folder; prints the path of its index.html and "
-        "the verdict. Exit 0 once the report is written, 3 when a step (or certify's results) did not complete; "
-        "with --strict, 1 when a MUST check failed.",
-    )
-    add_option_arguments(run, ["server", *CREDENTIAL_OPTIONS])
-    run.add_argument("--out", metavar="DIR", help="run folder to create (default: ./jetcheck-run-<time>)")
-    run.add_argument("--server-version", metavar="V", help="nats-server release to certify and load")
-    run.add_argument("--master", type=_master, metavar="URL", help="Spark master for the report (default: local[*])")
-    run.add_argument("--strict", action="store_true", help="exit 1 when a MUST check failed (a CI gate)")
-    run.set_defaults(func=run_command, validate=validate_run)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jetcheck.config import ConfigError
+from jetcheck.errors import ConfigError
 from jetcheck.records import (
     LOAD_FILE,
     OP_FIELDS,

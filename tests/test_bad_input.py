@@ -12,8 +12,8 @@ import pytest
 
 from jetcheck import cli
 from jetcheck.cli import build_parser, main
-from jetcheck.config import resolve
 from jetcheck.load import cli as load_cli
+from jetcheck.options import resolve
 from jetcheck.records import RESULTS_FILE, RUN_FILE, CheckResult
 
 CLOSED = "nats://127.0.0.1:1"  # nothing listens on port 1
@@ -103,7 +103,10 @@ def test_negative_payload_is_refused(capsys):
 def test_negative_duration_says_it_must_be_positive(capsys, argv):
     """`--duration -5s` used to be argparse's "expected one argument" (with a usage block)."""
     line = bad_input_line(capsys, "load", "--scenario", "publish-async", *argv, "--server", CLOSED)
-    assert line == "--duration: duration must be positive, not '-5s'"
+    assert (
+        line
+        == "--duration: expected a positive number of seconds or a duration such as 90, 90s, 2m or 1h30m, not '-5s'"
+    )
 
 
 def test_run_against_an_unreachable_server_stops_before_any_step(capsys, tmp_path):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from jetcheck.config import OPTIONS, ConfigError, resolve
+from jetcheck.errors import ConfigError
 from jetcheck.fixtures.binaries import DEFAULT_VERSION
+from jetcheck.options import OPTIONS, resolve
 from jetcheck.redact import REDACTED, redact_text, redact_url
 
 

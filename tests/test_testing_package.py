@@ -171,7 +171,7 @@ def test_no_product_module_imports_the_testing_package():
 def test_the_product_resolves_no_client_variant_without_the_testing_plugin():
     """Without a plugin registering them, `nats-py+<variant>` is an unknown variant: the product knows none."""
     code = (
-        "from jetcheck.config import ConfigError\n"
+        "from jetcheck.errors import ConfigError\n"
         "from jetcheck.conformance.clients import adapter_for\n"
         "try:\n"
         "    adapter_for('nats-py+duplicate-delivery')\n"

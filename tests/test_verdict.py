@@ -199,7 +199,7 @@ def report_texts(folder, out) -> tuple[str, str]:
 def run_job(folder, run_dir, strict: bool) -> tuple[int, str]:
     """`jetcheck run` whose certify step produces FOLDER's result set; no load step (no Spark)."""
     from jetcheck.records import RESULTS_FILE
-    from jetcheck.reports.runjob import Step, main_job
+    from jetcheck.run import Step, main_job
 
     step = Step("certify", ["cp", "-r", str(folder), str(run_dir / "certify")], run_dir / "certify" / RESULTS_FILE, 60)
     progress = io.StringIO()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from jetcheck.config import ConfigError
+from jetcheck.errors import ConfigError
 
 from .base import ClientAdapter, ClientEvent, ClientSession, Delivery, Documented, EventLog, StartPolicy
 from .natspy import NatsPyAdapter

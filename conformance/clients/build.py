@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from jetcheck.config import ConfigError
+from jetcheck.errors import ConfigError
 from jetcheck.fixtures.binaries import default_cache_dir
 from jetcheck.versions import InvalidVersion, Version, parse_version
 

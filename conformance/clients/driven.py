@@ -11,7 +11,7 @@ import atexit
 import re
 import threading
 
-from jetcheck.config import ConfigError
+from jetcheck.errors import ConfigError
 
 from .base import Documented
 from .build import go_driver, go_pinned_version, js_driver, js_pinned_version

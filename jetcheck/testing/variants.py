@@ -28,11 +28,11 @@ from collections.abc import Callable
 
 from nats.js import api
 
-from jetcheck.config import ConfigError
 from jetcheck.conformance.clients import ClientVariant, register_variant
 from jetcheck.conformance.clients.base import MISSED_HEARTBEAT, RESET, TERMINAL, Delivery, EventLog, Inbox, StartPolicy
 from jetcheck.conformance.clients.driven import MISBEHAVE_MODES
 from jetcheck.conformance.clients.natspy import NatsPySession, NatsPySubscription, delivery
+from jetcheck.errors import ConfigError
 
 NS = 1_000_000_000
 CHATTY_EVERY_S = 0.1

@@ -7,9 +7,10 @@ from importlib import metadata
 
 import pytest
 
-from jetcheck.config import ConfigError, resolve
 from jetcheck.conformance.clients import adapter_for
 from jetcheck.conformance.clients.base import MISSED_HEARTBEAT, EventLog
+from jetcheck.errors import ConfigError
+from jetcheck.options import resolve
 from jetcheck.testing.variants import VARIANTS
 
 

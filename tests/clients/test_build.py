@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from jetcheck.cli import main
-from jetcheck.config import ConfigError, resolve
 from jetcheck.conformance.clients import adapter_for, build
 from jetcheck.conformance.clients.build import (
     DONE,
@@ -25,6 +24,8 @@ from jetcheck.conformance.clients.build import (
     source_digest,
 )
 from jetcheck.conformance.clients.driven import MISBEHAVE_MODES
+from jetcheck.errors import ConfigError
+from jetcheck.options import resolve
 from jetcheck.versions import Version
 
 GO_MOD = """module jetcheck/driver

@@ -95,7 +95,7 @@ def test_a_dead_driver_makes_this_and_later_client_checks_errors_with_its_reason
 
 
 UNBUILDABLE_CONFTEST = """
-from jetcheck.config import ConfigError
+from jetcheck.errors import ConfigError
 from jetcheck.conformance.clients import driven
 
 def no_go(version):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from jetcheck.config import ConfigError
+from jetcheck.errors import ConfigError
 from jetcheck.reports import compare
 from jetcheck.reports.conformance_report import aggregate_conformance
 from jetcheck.reports.inputs import resolve, resolve_all

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from jetcheck.config import ConfigError
+from jetcheck.errors import ConfigError
 from jetcheck.fixtures.target import Credentials
 from jetcheck.records import RESULTS_FILE
-from jetcheck.reports.runjob import EXIT_MUST_FAILED, EXIT_OK, EXIT_STEP_FAILED, Progress, Step, default_steps, main_job
+from jetcheck.run import EXIT_MUST_FAILED, EXIT_OK, EXIT_STEP_FAILED, Progress, Step, default_steps, main_job
 
 WRITE_CERTIFY = (
     "import sys; from pathlib import Path; from jetcheck.testing.synthetic import *; "

@@ -7,7 +7,9 @@ latest output line when the terminal is interactive.
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
+import functools
 import os
 import subprocess
 import sys
@@ -18,11 +20,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from jetcheck.config import ConfigError, credential_environment, resolve_some
+from jetcheck.errors import ConfigError
 from jetcheck.fixtures import children
 from jetcheck.fixtures.target import Credentials
+from jetcheck.options import (
+    CREDENTIAL_OPTIONS,
+    Config,
+    add_arguments,
+    cli_flag,
+    credential_environment,
+    resolve,
+    resolve_some,
+)
 from jetcheck.records import RESULTS_FILE
-from jetcheck.reports.build import build_report
 from jetcheck.reports.inputs import CERTIFY_DIR, LOAD_DIR, LOAD_FILE, REPORT_DIR
 
 LOAD_DURATION = "20s"
@@ -217,6 +227,8 @@ def main_job(
     `jetcheck certify` does (for a CI gate); jetcheck.verdict decides both. `preflight` (certify's: the server
     binary is there, a URL target answers, with TLS when required, and has JetStream) runs before any step or
     folder; its TargetError is the job's bad-input line, since no step could do anything with that target."""
+    from jetcheck.reports.build import build_report  # Spark and matplotlib: only once a job runs
+
     stream = stream or sys.stderr
     run_dir = Path(out) if out else default_run_dir()
     if (run_dir / CERTIFY_DIR).exists() or (run_dir / LOAD_DIR).exists():
@@ -256,3 +268,38 @@ def main_job(
     if incomplete or not outcome.complete:
         return EXIT_STEP_FAILED
     return outcome.exit_code(strict)
+
+
+def validate_run(args: argparse.Namespace) -> Config:
+    """The target and its credentials resolved and checked as certify does (a --server-version with a URL is
+    refused there; the run's other options come from the table); nothing is started."""
+    cli = {name: args.given.get(name) for name in ("server", "server_version", *CREDENTIAL_OPTIONS)}
+    return resolve(cli=cli, env=os.environ, flag=cli_flag)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from jetcheck.conformance.certify import preflight
+
+    cfg = validate_run(args)
+    return main_job(
+        Path(args.out) if args.out else None,
+        args.given.get("server_version"),  # not given: certify and load take the default (or the variable) alike
+        args.master,
+        strict=args.strict,
+        server=cfg.server,
+        credentials=cfg.credentials(),
+        preflight=functools.partial(preflight, cfg),
+    )
+
+
+def register(subparsers) -> None:
+    run = subparsers.add_parser(
+        "run",
+        help="certify the embedded server (or --server), run a short load, write the report",
+        description="Certify against the embedded nats-server (or --server with its credentials), run a ~20 s "
+        "publish+consume load, and write the report into one run folder; prints the path of its index.html and "
+        "the verdict. Exit 0 once the report is written, 3 when a step (or certify's results) did not complete; "
+        "with --strict, 1 when a MUST check failed.",
+    )
+    add_arguments(run, "run")
+    run.set_defaults(func=run_command, validate=validate_run)
