@@ -15,14 +15,15 @@ WATCH_TIMEOUT_S = 1.0
 
 async def watched(watch: Watch, show: Callable[[Any], str], count: int | None = None, expected: str = "") -> list:
     """Updates up to and including the end-of-initial-data None (or `count` of them); a missing one fails the check.
-    `show` renders an update for the failure message, `expected` (what the documentation says) begins it."""
+    `show` renders an update for the failure message; `expected` begins it (what the documentation says, then whose
+    watch it is)."""
     seen: list = []
     while True:
         try:
             update = await watch.next(WATCH_TIMEOUT_S)
         except TimeoutError:
-            stalled = f"watch stalled after {[show(u) for u in seen]}: nothing more within {WATCH_TIMEOUT_S}s"
-            pytest.fail(f"{expected}; {stalled}" if expected else stalled)
+            stalled = f"stalled after {[show(u) for u in seen]}: nothing more within {WATCH_TIMEOUT_S}s"
+            pytest.fail(f"{expected or 'watch'} {stalled}")
         seen.append(update)
         if (count is None and update is None) or (count is not None and len(seen) == count):
             return seen

@@ -382,7 +382,7 @@ async def test_watch_sends_latest_entries_then_end_of_data_then_updates(client, 
         await kv.put("b", b"x")
         await kv.delete("b")
         async with watching(client, kv.watch(), "ADR-8 Watch") as watch:
-            expected = f"ADR-8: the end-of-initial-data signal after the latest entries; {who(client)}'s"
+            expected = f"ADR-8: the end-of-initial-data signal after the latest entries; {who(client)}'s watch"
             initial = [_show(e) for e in await watched(watch, _show, expected=expected)]
             assert initial == ["a@2:PUT=b'2'", "b@4:DEL=b''", "<end of initial data>"], (
                 "ADR-8: the latest entry of every key, deletes included, then the end of initial data; "
@@ -400,7 +400,7 @@ async def test_watch_sends_latest_entries_then_end_of_data_then_updates(client, 
 async def test_watch_of_nothing_sends_end_of_data(client, target, bucket):
     """A watch on an empty bucket, and on an empty range of a filled one, first sends the end-of-data signal."""
     async with client_kv(client, target, bucket) as kv:
-        expected = f"ADR-8: 'The signal must always be sent'; {who(client)}'s"
+        expected = f"ADR-8: 'The signal must always be sent'; {who(client)}'s watch of an"
         async with watching(client, kv.watch(), "ADR-8 Watch") as empty:
             got = [_show(u) for u in await watched(empty, _show, expected=f"{expected} empty bucket")]
             assert got == ["<end of initial data>"], (
@@ -421,7 +421,8 @@ async def test_watch_on_a_range_sees_only_its_keys(client, target, bucket):
         await kv.put("x.1", b"a")
         await kv.put("y.1", b"b")
         async with watching(client, kv.watch("x.*"), "ADR-8 Watch of a range") as watch:
-            initial = [_show(e) for e in await watched(watch, _show)]
+            expected = f"ADR-8: the end-of-initial-data signal after the range's entries; {who(client)}'s watch('x.*')"
+            initial = [_show(e) for e in await watched(watch, _show, expected=expected)]
             assert initial == ["x.1@1:PUT=b'a'", "<end of initial data>"], (
                 f"ADR-8: only the keys of the range; {who(client)}'s watch('x.*') yielded {initial}"
             )
@@ -442,7 +443,8 @@ async def test_watch_with_history_sends_every_retained_revision(client, target, 
             await kv.put("a", value)
         await kv.put("b", b"x")
         async with watching(client, kv.watch(include_history=True), "ADR-8 IncludeHistory") as watch:
-            shown = [_show(e) for e in await watched(watch, _show)]
+            expected = f"ADR-8 IncludeHistory: the end-of-initial-data signal after the history; {who(client)}'s watch"
+            shown = [_show(e) for e in await watched(watch, _show, expected=expected)]
     assert shown == ["a@2:PUT=b'2'", "a@3:PUT=b'3'", "b@4:PUT=b'x'", "<end of initial data>"], (
         f"ADR-8 IncludeHistory: every retained revision, then the end of initial data; {who(client)} yielded {shown}"
     )
@@ -458,7 +460,8 @@ async def test_watch_ignoring_deletes_sends_only_values(client, target, bucket):
         await kv.put("c", b"3")
         await kv.purge("c")
         async with watching(client, kv.watch(ignore_deletes=True), "ADR-8 IgnoreDeletes") as watch:
-            initial = [_show(e) for e in await watched(watch, _show)]
+            expected = f"ADR-8 IgnoreDeletes: the end-of-initial-data signal still; {who(client)}'s watch"
+            initial = [_show(e) for e in await watched(watch, _show, expected=expected)]
             assert initial == ["a@1:PUT=b'1'", "<end of initial data>"], (
                 f"ADR-8 IgnoreDeletes: 'Only sends PUT operation entries'; {who(client)} yielded {initial}"
             )
@@ -485,7 +488,8 @@ async def test_watch_updates_only_sends_only_later_changes(client, target, bucke
             )
         try:
             expected = "ADR-8 UpdatesOnly: 'The End Of Initial Data marker is sent as soon as the watch starts'"
-            first = [_show(u) for u in await watched(watch, _show, count=1, expected=f"{expected}; {who(client)}'s")]
+            whose = f"{expected}; {who(client)}'s watch"
+            first = [_show(u) for u in await watched(watch, _show, count=1, expected=whose)]
             assert first == ["<end of initial data>"], f"{expected}; {who(client)} yielded {first} first"
             await kv.put("b", b"new")
             later = [_show(e) for e in await watched(watch, _show, count=1)]

@@ -256,9 +256,9 @@ async def test_watch_sends_current_infos_then_end_of_data_then_changes(client, s
     except Unsupported as missing:
         pytest.fail(f"ADR-20 Watch is not implemented by {who(client)} ({missing})")
     try:
-        expected = f"ADR-20 Watch: every object's info, then the end of initial data; {who(client)}'s"
+        expected = f"ADR-20 Watch: every object's info, then the end of initial data; {who(client)}'s watch"
         initial = [_show(i) for i in await watched(watch, _show, expected=expected)]
-        assert initial == ["a:10", "b:20", "<end of initial data>"], f"{expected} watch yielded {initial}"
+        assert initial == ["a:10", "b:20", "<end of initial data>"], f"{expected} yielded {initial}"
         await store.put("c", b"3" * 30)
         await store.delete("a")
         later = [_show(i) for i in await watched(watch, _show, count=2)]
@@ -279,7 +279,8 @@ async def test_watch_updates_only_sends_only_later_changes(client, store):
         na(f"updates-only watches are not implemented by {who(client)} ({missing}); ADR-20 does not list them")
     try:
         await store.put("new", b"yy")
-        later = [_show(i) for i in await watched(watch, _show, count=1)]
+        expected = f"the client documents UpdatesOnly as the changes after the watch started; {who(client)}'s watch"
+        later = [_show(i) for i in await watched(watch, _show, count=1, expected=expected)]
         assert later == ["new:2"], (
             f"the client documents UpdatesOnly as only later changes; after a put of new {who(client)} yielded {later}"
         )

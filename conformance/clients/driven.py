@@ -26,6 +26,8 @@ MISBEHAVE_MODES = (
     "terminal-on-missed-heartbeat",
     "duplicate-delivery",
     "drop-deliveries-after-reset",
+    "watch-no-end-of-data",
+    "watch-drop-first",
 )
 
 JS_DOCUMENTED = Documented(
