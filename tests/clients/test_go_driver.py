@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 from nats.js import api
+from nats.js.errors import NotFoundError
 
 from jetcheck.fixtures.proxy import NatsProxy
 
@@ -168,12 +169,13 @@ async def test_hello_names_nats_go_at_the_version_go_mod_requires(driver):
     """hello reports the client and the exact module version built in, the Go runtime and every v1 op."""
     required = re.search(r"github.com/nats-io/nats.go (v\S+)", (DRIVER_DIR / "go.mod").read_text()).group(1)
     hello = await driver.ok("hello")
-    assert (hello["protocol"], hello["client"], hello["version"]) == (1, "nats.go", required)
+    assert (hello["protocol"], hello["client"], hello["version"]) == (3, "nats.go", required)
     assert hello["runtime"].startswith("go1.") and hello["mono_ns"] > 0
     v1 = {"hello", "connect", "close", "ordered", "push", "consume", "fetch", "stop", "misbehave", "shutdown"}
     kv = {"kv_create", "kv_put", "kv_create_key", "kv_update", "kv_get", "kv_delete", "kv_purge", "kv_keys"}
     assert set(hello["ops"]) >= v1 | kv | {"kv_history", "kv_status"}  # v2 sections add more
     assert set(hello["ops"]) >= {"obj_create", "obj_put", "obj_get", "obj_info", "obj_list", "obj_delete"}
+    assert set(hello["ops"]) >= {"kv_watch", "obj_watch"}
     unknown = await driver.call("no_such_op")
     assert unknown["error"]["kind"] == "unsupported"
     malformed = await driver.request({"op": 3})
@@ -417,3 +419,181 @@ async def test_a_durable_queue_push_consumer_is_created_once_and_shared(driver, 
     await driver.until(lambda: len(driver.deliveries("m1")) + len(driver.deliveries("m2")) == 10)
     seqs = sorted(d["stream_seq"] for sub in ("m1", "m2") for d in driver.deliveries(sub))
     assert seqs == list(range(1, 11))
+
+
+# ---- v3: watch ------------------------------------------------------------------------------------------------
+
+
+@pytest_asyncio.fixture
+async def bucket(embedded_server):
+    """A KV / object store bucket name of its own; its stream is deleted afterwards."""
+    name = f"W{uuid.uuid4().hex[:8]}"
+    yield name
+    nc = await embedded_server.connect()
+    for stream in (f"KV_{name}", f"OBJ_{name}"):
+        with contextlib.suppress(NotFoundError):
+            await nc.jetstream().delete_stream(stream)
+    await nc.close()
+
+
+async def kv_bucket(driver: Driver, url: str, bucket: str, *modes: str) -> None:
+    await connected(driver, url, *modes)
+    await driver.ok("kv_create", session="s", bucket=bucket, history=5, ttl_s=None)
+
+
+async def put(driver: Driver, bucket: str, key: str, value: str) -> int:
+    value_b64 = base64.b64encode(value.encode()).decode()
+    return (await driver.ok("kv_put", session="s", bucket=bucket, key=key, value_b64=value_b64))["revision"]
+
+
+async def kv_watch(driver: Driver, bucket: str, sub: str = "w", **options) -> dict:
+    defaults = {"keys": [">"], "include_history": False, "updates_only": False, "ignore_deletes": False,
+                "meta_only": False}  # fmt: skip
+    return await driver.ok("kv_watch", session="s", bucket=bucket, sub=sub, **defaults | options)
+
+
+def watched(driver: Driver, sub: str = "w") -> list:
+    """(key, value, operation) of each KV entry (name, deleted of each object info) streamed for `sub`; None for
+    the null end-of-initial-data record."""
+    seen = []
+    for r in driver.records:
+        if r["type"] == "watch" and r["sub"] == sub:
+            if (item := r["entry"] if "entry" in r else r["info"]) is None:
+                seen.append(None)
+            elif "key" in item:
+                seen.append((item["key"], base64.b64decode(item["value_b64"]).decode(), item["operation"]))
+            else:
+                seen.append((item["name"], item.get("deleted", False)))
+    return seen
+
+
+@pytest.mark.asyncio
+async def test_kv_watch_streams_the_last_values_then_null_then_later_changes(driver, bucket, embedded_server):
+    """The watcher's initial data is each key's last value in stream order, then the client's nil, then updates."""
+    await kv_bucket(driver, embedded_server.url, bucket)
+    for key, value in (("a", "1"), ("b", "1"), ("a", "2")):
+        await put(driver, bucket, key, value)
+    assert await kv_watch(driver, bucket) == {}
+    await driver.until(lambda: None in watched(driver))
+    assert watched(driver) == [("b", "1", "PUT"), ("a", "2", "PUT"), None]
+    await put(driver, bucket, "a", "3")
+    await driver.until(lambda: len(watched(driver)) == 4)
+    assert watched(driver)[3] == ("a", "3", "PUT")
+    entries = [r["entry"] for r in driver.records if r["type"] == "watch"]
+    assert [e and (e["bucket"], e["revision"]) for e in entries] == [(bucket, 2), (bucket, 3), None, (bucket, 4)]
+
+
+@pytest.mark.asyncio
+async def test_kv_watch_include_history_streams_every_revision(driver, bucket, embedded_server):
+    await kv_bucket(driver, embedded_server.url, bucket)
+    for key, value in (("a", "1"), ("b", "1"), ("a", "2")):
+        await put(driver, bucket, key, value)
+    await kv_watch(driver, bucket, include_history=True)
+    await driver.until(lambda: None in watched(driver))
+    assert watched(driver) == [("a", "1", "PUT"), ("b", "1", "PUT"), ("a", "2", "PUT"), None]
+    both = await driver.call("kv_watch", session="s", bucket=bucket, sub="w2", keys=[">"], include_history=True,
+                             updates_only=True, ignore_deletes=False, meta_only=False)  # fmt: skip
+    assert both["error"]["kind"] == "invalid" and "include history" in both["error"]["message"]
+
+
+@pytest.mark.asyncio
+async def test_kv_watch_updates_only_streams_later_changes_and_no_null(driver, bucket, embedded_server):
+    """nats.go sends no nil with UpdatesOnly (jetstream/kv.go: "Skip if UpdatesOnly() is set")."""
+    await kv_bucket(driver, embedded_server.url, bucket)
+    await put(driver, bucket, "a", "1")
+    await kv_watch(driver, bucket, updates_only=True)
+    await put(driver, bucket, "a", "2")
+    await put(driver, bucket, "b", "1")
+    await driver.until(lambda: len(watched(driver)) == 2)
+    assert watched(driver) == [("a", "2", "PUT"), ("b", "1", "PUT")]
+
+
+@pytest.mark.asyncio
+async def test_kv_watch_keys_filter_what_is_streamed(driver, bucket, embedded_server):
+    """One filter (Watch) with a wildcard, and several (WatchFiltered)."""
+    await kv_bucket(driver, embedded_server.url, bucket)
+    for key in ("a.1", "b.1", "a.2"):
+        await put(driver, bucket, key, "v")
+    await kv_watch(driver, bucket, "one", keys=["a.*"])
+    await kv_watch(driver, bucket, "two", keys=["a.1", "b.1"])
+    await driver.until(lambda: None in watched(driver, "one") and None in watched(driver, "two"))
+    await put(driver, bucket, "b.2", "v")
+    await put(driver, bucket, "a.3", "v")
+    await put(driver, bucket, "b.1", "w")
+    await driver.until(lambda: len(watched(driver, "one")) == 4 and len(watched(driver, "two")) == 4)
+    assert watched(driver, "one") == [("a.1", "v", "PUT"), ("a.2", "v", "PUT"), None, ("a.3", "v", "PUT")]
+    assert watched(driver, "two") == [("a.1", "v", "PUT"), ("b.1", "v", "PUT"), None, ("b.1", "w", "PUT")]
+
+
+@pytest.mark.asyncio
+async def test_kv_watch_ignore_deletes_leaves_out_delete_and_purge_markers(driver, bucket, embedded_server):
+    await kv_bucket(driver, embedded_server.url, bucket)
+    for key in ("a", "b", "c"):
+        await put(driver, bucket, key, "1")
+    await driver.ok("kv_delete", session="s", bucket=bucket, key="a")
+    await kv_watch(driver, bucket, "quiet", ignore_deletes=True)
+    await kv_watch(driver, bucket, "all")
+    await driver.until(lambda: None in watched(driver, "quiet") and None in watched(driver, "all"))
+    await driver.ok("kv_purge", session="s", bucket=bucket, key="b")
+    await put(driver, bucket, "d", "1")
+    await driver.until(lambda: len(watched(driver, "all")) == 6 and len(watched(driver, "quiet")) == 4)
+    assert watched(driver, "quiet") == [("b", "1", "PUT"), ("c", "1", "PUT"), None, ("d", "1", "PUT")]
+    assert watched(driver, "all")[2:] == [("a", "", "DEL"), None, ("b", "", "PURGE"), ("d", "1", "PUT")]
+
+
+@pytest.mark.asyncio
+async def test_kv_watch_meta_only_hands_over_no_value(driver, bucket, embedded_server):
+    await kv_bucket(driver, embedded_server.url, bucket)
+    await put(driver, bucket, "a", "hello")
+    await kv_watch(driver, bucket, meta_only=True)
+    await driver.until(lambda: None in watched(driver))
+    assert watched(driver) == [("a", "", "PUT"), None]
+
+
+@pytest.mark.asyncio
+async def test_obj_watch_streams_the_objects_then_null_then_changes(driver, bucket, embedded_server):
+    await connected(driver, embedded_server.url)
+    obj = {"bucket": bucket}
+    await driver.ok("obj_create", session="s", obj=obj)
+    await driver.ok("obj_put", session="s", obj=obj | {"name": "x", "data_b64": "eA==", "chunk_size": None})
+    watch = {"sub": "w", "include_history": False, "updates_only": False, "ignore_deletes": False}
+    assert await driver.ok("obj_watch", session="s", obj=obj | watch) == {}
+    await driver.until(lambda: None in watched(driver))
+    await driver.ok("obj_put", session="s", obj=obj | {"name": "y", "data_b64": "eQ==", "chunk_size": None})
+    await driver.ok("obj_delete", session="s", obj=obj | {"name": "x"})
+    await driver.until(lambda: len(watched(driver)) == 4)
+    assert watched(driver) == [("x", False), None, ("y", False), ("x", True)]
+    info = next(r["info"] for r in driver.records if r["type"] == "watch" and r["info"])
+    assert (info["bucket"], info["size"]) == (bucket, 1)
+
+
+@pytest.mark.asyncio
+async def test_stop_ends_a_watch(driver, bucket, embedded_server):
+    await kv_bucket(driver, embedded_server.url, bucket)
+    await kv_watch(driver, bucket)
+    await driver.until(lambda: watched(driver) == [None])
+    await put(driver, bucket, "a", "1")
+    await driver.until(lambda: len(watched(driver)) == 2)
+    assert await driver.ok("stop", sub="w") == {}
+    await put(driver, bucket, "a", "2")
+    await driver.settle(0.3)
+    assert watched(driver) == [None, ("a", "1", "PUT")] and driver.events("w") == []
+    assert (await driver.call("stop", sub="w"))["error"]["kind"] == "invalid"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [
+        ("watch-no-end-of-data", [("a", "1", "PUT"), ("b", "1", "PUT"), ("c", "1", "PUT")]),
+        ("watch-drop-first", [("b", "1", "PUT"), None, ("c", "1", "PUT")]),
+    ],
+)
+async def test_misbehave_watch_modes_misreport_the_watch(driver, bucket, embedded_server, mode, expected):
+    await kv_bucket(driver, embedded_server.url, bucket, mode)
+    await put(driver, bucket, "a", "1")
+    await put(driver, bucket, "b", "1")
+    await kv_watch(driver, bucket)
+    await put(driver, bucket, "c", "1")
+    await driver.until(lambda: ("c", "1", "PUT") in watched(driver))
+    assert watched(driver) == expected

@@ -1,4 +1,4 @@
-// The jetcheck driver for nats.go's jetstream package: protocol v1 (conformance/clients/drivers/PROTOCOL.md).
+// The jetcheck driver for nats.go's jetstream package: protocol v3 (conformance/clients/drivers/PROTOCOL.md).
 //
 // One JSON object per line in on stdin (requests), out on stdout (responses, deliveries, events). Every request
 // runs in its own goroutine; one writer goroutine owns stdout so lines never interleave. stderr is a log that
@@ -25,7 +25,7 @@ import (
 )
 
 const (
-	protocolVersion = 1
+	protocolVersion = 3
 	clientModule    = "github.com/nats-io/nats.go"
 	apiTimeout      = 10 * time.Second
 	chattyInterval  = 100 * time.Millisecond
@@ -243,6 +243,10 @@ func (d *driver) handle(req *request) (any, error) {
 		return d.stop(req.Sub)
 	case "misbehave":
 		return d.misbehave(req.Modes)
+	case "kv_watch":
+		return d.kvWatch(req)
+	case "obj_watch":
+		return d.objWatch(req)
 	}
 	if strings.HasPrefix(req.Op, "kv_") {
 		return d.kv(req)
@@ -430,6 +434,8 @@ type subscription struct {
 	consumer string // the consumer of the last delivery or info seen
 	reset    bool   // a reset event was streamed
 	done     chan struct{}
+	// stopWatch stops a watch sub's client watcher (watch.go); nil for consumptions
+	stopWatch func()
 }
 
 func (d *driver) newSubscription(sessionID, id string, ordered bool) (*subscription, error) {
@@ -465,6 +471,12 @@ func (s *subscription) running() bool {
 func (s *subscription) stop() {
 	if cc := s.markStopped(); cc != nil {
 		cc.Stop()
+	}
+	s.mu.Lock()
+	stopWatch := s.stopWatch
+	s.mu.Unlock()
+	if stopWatch != nil {
+		stopWatch()
 	}
 }
 
@@ -641,6 +653,7 @@ func (d *driver) writeEvent(sessionID, subID, kind, detail string) {
 var knownModes = map[string]bool{
 	"swallow-missed-heartbeat": true, "chatty-missed-heartbeat": true, "terminal-on-missed-heartbeat": true,
 	"duplicate-delivery": true, "drop-deliveries-after-reset": true,
+	"watch-no-end-of-data": true, "watch-drop-first": true,
 }
 
 func (d *driver) misbehave(modes []string) (any, error) {
