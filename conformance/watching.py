@@ -22,11 +22,12 @@ async def watched(watch: Watch, show: Callable[[Any], str], count: int | None = 
         try:
             update = await watch.next(WATCH_TIMEOUT_S)
         except TimeoutError:
-            stalled = f"stalled after {[show(u) for u in seen]}: nothing more within {WATCH_TIMEOUT_S}s"
-            pytest.fail(f"{expected or 'watch'} {stalled}")
+            break  # failed below, outside the handler: the timeout's own traceback says nothing more
         seen.append(update)
         if (count is None and update is None) or (count is not None and len(seen) == count):
             return seen
+    shown = [show(u) for u in seen]
+    pytest.fail(f"{expected or 'watch'} stalled after {shown}: nothing more within {WATCH_TIMEOUT_S}s")
 
 
 async def within(awaitable: Awaitable, what: str):
