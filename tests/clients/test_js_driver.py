@@ -7,6 +7,7 @@ jetcheck's adapter drives it; faults on the wire go through the suite's proxy.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import shutil
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from nats.js.errors import NotFoundError
 
 from jetcheck.fixtures.proxy import NatsProxy
 
@@ -34,8 +36,8 @@ pytestmark = pytest.mark.skipif(
 def driver_script(tmp_path_factory) -> Path:
     """driver.mjs in a copy of the driver directory with its locked dependencies installed."""
     build = tmp_path_factory.mktemp("js-driver")
-    for name in ("package.json", "package-lock.json", "driver.mjs", "objectstore.mjs"):
-        shutil.copy(DRIVER_DIR / name, build / name)
+    for path in [DRIVER_DIR / "package.json", DRIVER_DIR / "package-lock.json", *DRIVER_DIR.glob("*.mjs")]:
+        shutil.copy(path, build / path.name)
     subprocess.run(
         ["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--prefer-offline"],
         cwd=build, check=True, capture_output=True, timeout=120,
@@ -137,13 +139,14 @@ def pinned_version(package: str) -> str:
 @pytest.mark.asyncio
 async def test_hello_names_the_pinned_client_and_every_v1_op(driver):
     hello = await driver.result("hello")
-    assert (hello["protocol"], hello["client"]) == (1, "nats.js")
+    assert (hello["protocol"], hello["client"]) == (3, "nats.js")
     assert hello["version"] == pinned_version("@nats-io/jetstream")
     assert hello["libraries"]["@nats-io/transport-node"] == pinned_version("@nats-io/transport-node")
     assert hello["runtime"].startswith("node v")
     assert isinstance(hello["mono_ns"], int)
     assert set(hello["ops"]) >= V1_OPS | KV_OPS  # v2 sections add more
     assert set(hello["ops"]) >= {"obj_create", "obj_put", "obj_get", "obj_info", "obj_list", "obj_delete"}
+    assert set(hello["ops"]) >= {"kv_watch", "obj_watch"}
     unknown = await driver.call("no_such_op")
     assert (unknown["ok"], unknown["error"]["kind"]) == (False, "unsupported")
 
@@ -307,3 +310,192 @@ async def test_a_durable_queue_push_consumer_is_created_once_and_shared(driver, 
     seqs = await publish(js, stream, 10)
     await driver.wait_for(lambda: len(driver.deliveries("m1")) + len(driver.deliveries("m2")) == 10)
     assert sorted(d["stream_seq"] for sub in ("m1", "m2") for d in driver.deliveries(sub)) == seqs
+
+
+# ---- v3: watch ------------------------------------------------------------------------------------------------
+# @nats-io/kv and @nats-io/obj 3.4.0 have no end-of-initial-data marker: the driver places the null record where
+# the client's `isUpdate` flag says the initial data ended (drivers/js/watch.mjs).
+
+
+@pytest_asyncio.fixture
+async def bucket(js):
+    """A KV / object store bucket name of its own; its stream is deleted afterwards."""
+    name = f"W{uuid.uuid4().hex[:8]}"
+    yield name
+    for stream in (f"KV_{name}", f"OBJ_{name}"):
+        with contextlib.suppress(NotFoundError):
+            await js.delete_stream(stream)
+
+
+async def kv_bucket(driver: Driver, url: str, bucket: str, *modes: str) -> None:
+    if modes:
+        await driver.result("misbehave", modes=list(modes))
+    await connect(driver, url)
+    await driver.result("kv_create", session="s1", bucket=bucket, history=5, ttl_s=None)
+
+
+async def put(driver: Driver, bucket: str, key: str, value: str) -> int:
+    value_b64 = base64.b64encode(value.encode()).decode()
+    return (await driver.result("kv_put", session="s1", bucket=bucket, key=key, value_b64=value_b64))["revision"]
+
+
+def kv_watch_request(bucket: str, sub: str = "w", **options) -> dict:
+    defaults = {"keys": [">"], "include_history": False, "updates_only": False, "ignore_deletes": False,
+                "meta_only": False}  # fmt: skip
+    return {"session": "s1", "bucket": bucket, "sub": sub, **defaults | options}
+
+
+def watched(driver: Driver, sub: str = "w") -> list:
+    """(key, value, operation) of each KV entry (name, deleted of each object info) streamed for `sub`; None for
+    the null end-of-initial-data record."""
+    seen = []
+    for r in driver.records:
+        if r["type"] == "watch" and r["sub"] == sub:
+            if (item := r["entry"] if "entry" in r else r["info"]) is None:
+                seen.append(None)
+            elif "key" in item:
+                seen.append((item["key"], base64.b64decode(item["value_b64"]).decode(), item["operation"]))
+            else:
+                seen.append((item["name"], item.get("deleted", False)))
+    return seen
+
+
+@pytest.mark.asyncio
+async def test_kv_watch_streams_the_last_values_then_null_then_later_changes(driver, bucket, embedded_server):
+    await kv_bucket(driver, embedded_server.url, bucket)
+    for key, value in (("a", "1"), ("b", "1"), ("a", "2")):
+        await put(driver, bucket, key, value)
+    assert await driver.result("kv_watch", **kv_watch_request(bucket)) == {}
+    await driver.wait_for(lambda: None in watched(driver))
+    assert watched(driver) == [("b", "1", "PUT"), ("a", "2", "PUT"), None]
+    await put(driver, bucket, "a", "3")
+    await driver.wait_for(lambda: len(watched(driver)) == 4)
+    assert watched(driver)[3] == ("a", "3", "PUT")
+    entries = [r["entry"] for r in driver.records if r["type"] == "watch"]
+    assert [e and (e["bucket"], e["revision"]) for e in entries] == [(bucket, 2), (bucket, 3), None, (bucket, 4)]
+
+
+@pytest.mark.asyncio
+async def test_kv_watch_include_history_streams_every_revision(driver, bucket, embedded_server):
+    await kv_bucket(driver, embedded_server.url, bucket)
+    for key, value in (("a", "1"), ("b", "1"), ("a", "2")):
+        await put(driver, bucket, key, value)
+    await driver.result("kv_watch", **kv_watch_request(bucket, include_history=True))
+    await driver.wait_for(lambda: None in watched(driver))
+    assert watched(driver) == [("a", "1", "PUT"), ("b", "1", "PUT"), ("a", "2", "PUT"), None]
+    both = await driver.call("kv_watch", **kv_watch_request(bucket, "w2", include_history=True, updates_only=True))
+    assert both["error"]["kind"] == "invalid"
+
+
+@pytest.mark.asyncio
+async def test_kv_watch_updates_only_streams_null_first_then_later_changes(driver, bucket, embedded_server):
+    await kv_bucket(driver, embedded_server.url, bucket)
+    await put(driver, bucket, "a", "1")
+    await driver.result("kv_watch", **kv_watch_request(bucket, updates_only=True))
+    await put(driver, bucket, "a", "2")
+    await put(driver, bucket, "b", "1")
+    await driver.wait_for(lambda: len(watched(driver)) == 3)
+    assert watched(driver) == [None, ("a", "2", "PUT"), ("b", "1", "PUT")]
+
+
+@pytest.mark.asyncio
+async def test_kv_watch_keys_filter_what_is_streamed(driver, bucket, embedded_server):
+    await kv_bucket(driver, embedded_server.url, bucket)
+    for key in ("a.1", "b.1", "a.2"):
+        await put(driver, bucket, key, "v")
+    await driver.result("kv_watch", **kv_watch_request(bucket, "one", keys=["a.*"]))
+    await driver.result("kv_watch", **kv_watch_request(bucket, "two", keys=["a.1", "b.1"]))
+    await driver.wait_for(lambda: None in watched(driver, "one") and None in watched(driver, "two"))
+    await put(driver, bucket, "b.2", "v")
+    await put(driver, bucket, "a.3", "v")
+    await put(driver, bucket, "b.1", "w")
+    await driver.wait_for(lambda: len(watched(driver, "one")) == 4 and len(watched(driver, "two")) == 4)
+    assert watched(driver, "one") == [("a.1", "v", "PUT"), ("a.2", "v", "PUT"), None, ("a.3", "v", "PUT")]
+    assert watched(driver, "two") == [("a.1", "v", "PUT"), ("b.1", "v", "PUT"), None, ("b.1", "w", "PUT")]
+
+
+@pytest.mark.asyncio
+async def test_kv_watch_ignore_deletes_leaves_out_delete_markers_only(driver, bucket, embedded_server):
+    """nats.js drops only "DEL" entries (kv.js: `ignoreDeletes && e.operation === "DEL"`): a PURGE still comes.
+    The dropped DEL was the last initial entry, the one the client flags isUpdate, so the client flags no yielded
+    entry as the end of the initial data until the PURGE after it."""
+    await kv_bucket(driver, embedded_server.url, bucket)
+    for key in ("a", "b", "c"):
+        await put(driver, bucket, key, "1")
+    await driver.result("kv_delete", session="s1", bucket=bucket, key="a")
+    await driver.result("kv_watch", **kv_watch_request(bucket, "quiet", ignore_deletes=True))
+    await driver.result("kv_watch", **kv_watch_request(bucket, "all"))
+    await driver.wait_for(lambda: len(watched(driver, "quiet")) == 2 and None in watched(driver, "all"))
+    await driver.result("kv_purge", session="s1", bucket=bucket, key="b")
+    await put(driver, bucket, "d", "1")
+    await driver.wait_for(lambda: len(watched(driver, "all")) == 6 and len(watched(driver, "quiet")) == 5)
+    quiet = [("b", "1", "PUT"), ("c", "1", "PUT"), ("b", "", "PURGE"), None, ("d", "1", "PUT")]
+    assert watched(driver, "quiet") == quiet
+    assert watched(driver, "all")[2:] == [("a", "", "DEL"), None, ("b", "", "PURGE"), ("d", "1", "PUT")]
+
+
+@pytest.mark.asyncio
+async def test_kv_watch_meta_only_hands_over_no_value(driver, bucket, embedded_server):
+    await kv_bucket(driver, embedded_server.url, bucket)
+    await put(driver, bucket, "a", "hello")
+    await driver.result("kv_watch", **kv_watch_request(bucket, meta_only=True))
+    await driver.wait_for(lambda: None in watched(driver))
+    assert watched(driver) == [("a", "", "PUT"), None]
+
+
+@pytest.mark.asyncio
+async def test_obj_watch_streams_null_then_changes_and_replays_only_with_include_history(
+    driver, bucket, embedded_server
+):
+    """Without includeHistory the client's object watcher starts at DeliverPolicy.New (nothing replayed); it has
+    no updates-only option at all."""
+    await connect(driver, embedded_server.url)
+    obj = {"bucket": bucket}
+    await driver.result("obj_create", session="s1", obj=obj)
+    await driver.result("obj_put", session="s1", obj=obj | {"name": "x", "data_b64": "eA==", "chunk_size": None})
+    watch = {"include_history": False, "updates_only": False, "ignore_deletes": False}
+    assert await driver.result("obj_watch", session="s1", obj=obj | watch | {"sub": "w"}) == {}
+    await driver.result("obj_watch", session="s1", obj=obj | watch | {"sub": "h", "include_history": True})
+    await driver.wait_for(lambda: None in watched(driver, "w") and None in watched(driver, "h"))
+    await driver.result("obj_put", session="s1", obj=obj | {"name": "y", "data_b64": "eQ==", "chunk_size": None})
+    await driver.result("obj_delete", session="s1", obj=obj | {"name": "x"})
+    await driver.wait_for(lambda: len(watched(driver, "w")) == 3 and len(watched(driver, "h")) == 4)
+    assert watched(driver, "w") == [None, ("y", False), ("x", True)]
+    assert watched(driver, "h") == [("x", False), None, ("y", False), ("x", True)]
+    info = next(r["info"] for r in driver.records if r["type"] == "watch" and r["info"])
+    assert (info["bucket"], info["size"]) == (bucket, 1)
+    updates_only = await driver.call("obj_watch", session="s1", obj=obj | watch | {"sub": "u", "updates_only": True})
+    assert updates_only["error"]["kind"] == "unsupported" and "updates_only" in updates_only["error"]["message"]
+
+
+@pytest.mark.asyncio
+async def test_stop_ends_a_watch(driver, bucket, embedded_server):
+    await kv_bucket(driver, embedded_server.url, bucket)
+    await driver.result("kv_watch", **kv_watch_request(bucket))
+    await driver.wait_for(lambda: watched(driver) == [None])
+    await put(driver, bucket, "a", "1")
+    await driver.wait_for(lambda: len(watched(driver)) == 2)
+    assert await driver.result("stop", sub="w") == {}
+    await put(driver, bucket, "a", "2")
+    with contextlib.suppress(TimeoutError):  # show that nothing more comes
+        await driver.wait_for(lambda: len(watched(driver)) > 2, 0.3)
+    assert watched(driver) == [None, ("a", "1", "PUT")] and driver.events("w") == []
+    assert (await driver.call("stop", sub="w"))["error"]["kind"] == "invalid"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [
+        ("watch-no-end-of-data", [("a", "1", "PUT"), ("b", "1", "PUT"), ("c", "1", "PUT")]),
+        ("watch-drop-first", [("b", "1", "PUT"), None, ("c", "1", "PUT")]),
+    ],
+)
+async def test_misbehave_watch_modes_misreport_the_watch(driver, bucket, embedded_server, mode, expected):
+    await kv_bucket(driver, embedded_server.url, bucket, mode)
+    await put(driver, bucket, "a", "1")
+    await put(driver, bucket, "b", "1")
+    await driver.result("kv_watch", **kv_watch_request(bucket))
+    await put(driver, bucket, "c", "1")
+    await driver.wait_for(lambda: ("c", "1", "PUT") in watched(driver))
+    assert watched(driver) == expected

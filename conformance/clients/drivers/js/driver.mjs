@@ -1,4 +1,4 @@
-// jetcheck client driver for nats.js (@nats-io/jetstream over @nats-io/transport-node), protocol v1.
+// jetcheck client driver for nats.js (@nats-io/jetstream over @nats-io/transport-node), protocol v3.
 //
 // jetcheck writes one JSON request per line on stdin and reads one JSON object per line on stdout: a response per
 // request (by id) and, without an id, the deliveries and client events of running consumptions. Requests are
@@ -9,7 +9,8 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 
-import { ObjectStoreError, objectStoreHandlers } from "./objectstore.mjs";
+import { infoJson, ObjectStoreError, objectStoreHandlers } from "./objectstore.mjs";
+import { watchHandlers } from "./watch.mjs";
 
 import {
   AckPolicy,
@@ -29,7 +30,7 @@ import {
   nkeyAuthenticator,
 } from "@nats-io/transport-node";
 
-const PROTOCOL = 1;
+const PROTOCOL = 3;
 const START = process.hrtime.bigint();
 // Monotonic nanoseconds since the driver started: exact as a JSON number for 104 days.
 const monoNs = () => Number(process.hrtime.bigint() - START);
@@ -40,6 +41,8 @@ const MODES = new Set([
   "terminal-on-missed-heartbeat",
   "duplicate-delivery",
   "drop-deliveries-after-reset",
+  "watch-no-end-of-data",
+  "watch-drop-first",
 ]);
 const CHATTY_EVERY_MS = 100;
 const DELIVER_POLICIES = {
@@ -154,6 +157,7 @@ class Sub {
     this.stopped = false; // set before `stop` answers: nothing is streamed for this sub afterwards
     this.resetSeen = false;
     this.chatty = null;
+    this.watch = false; // a KV/object store watch (watch.mjs), not a consumption
   }
 
   running() {
@@ -176,7 +180,7 @@ class Sub {
   }
 
   startChatty() {
-    if (this.chatty || this.stopped) return;
+    if (this.chatty || this.stopped || this.watch) return;
     this.chatty = setInterval(() => {
       event(this.session.id, this, "missed-heartbeat", "chatty-missed-heartbeat: emitted by the driver (misbehave)");
     }, CHATTY_EVERY_MS);
@@ -666,6 +670,14 @@ Object.assign(handlers, {
 });
 
 Object.assign(handlers, objectStoreHandlers(sessionOf, need));
+
+Object.assign(
+  handlers,
+  watchHandlers({
+    sessionOf, need, newSub, forget, kvOf, kvEntry, infoJson, send, monoNs, event, RequestError,
+    mode: (name) => modes.has(name),
+  }),
+);
 
 async function handle(line) {
   let req;

@@ -30,7 +30,7 @@ async function classified(promise) {
 const INFO_FIELDS = ["name", "description", "headers", "options", "bucket", "nuid", "size", "mtime", "chunks", "digest", "deleted", "metadata"];
 
 // An ObjectInfoImpl keeps the raw info behind getters: copy the ADR-20 fields out as plain JSON.
-function infoJson(info) {
+export function infoJson(info) {
   const out = {};
   for (const key of INFO_FIELDS) {
     const value = info[key];
