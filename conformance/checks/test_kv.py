@@ -390,7 +390,8 @@ async def test_watch_sends_latest_entries_then_end_of_data_then_updates(client, 
             )
             await kv.put("c", b"new")
             await kv.purge("a")
-            later = [_show(e) for e in await watched(watch, _show, count=2)]
+            changes = f"ADR-8: each change after the end of initial data; {who(client)}'s watch"
+            later = [_show(e) for e in await watched(watch, _show, count=2, expected=changes)]
             assert later == ["c@5:PUT=b'new'", "a@6:PURGE=b''"], (
                 f"ADR-8: each later change; after a put of c and a purge of a {who(client)}'s watch yielded {later}"
             )
@@ -428,7 +429,8 @@ async def test_watch_on_a_range_sees_only_its_keys(client, target, bucket):
             )
             await kv.put("y.2", b"c")
             await kv.put("x.2", b"d")
-            later = [_show(e) for e in await watched(watch, _show, count=1)]
+            changes = f"ADR-8: each change after the end of initial data; {who(client)}'s watch"
+            later = [_show(e) for e in await watched(watch, _show, count=1, expected=changes)]
             assert later == ["x.2@4:PUT=b'd'"], (
                 f"ADR-8: only the keys of the range; after puts of y.2 and x.2 {who(client)}'s watch('x.*') yielded "
                 f"{later}"
@@ -467,7 +469,8 @@ async def test_watch_ignoring_deletes_sends_only_values(client, target, bucket):
             )
             await kv.delete("a")
             await kv.put("d", b"4")
-            later = [_show(e) for e in await watched(watch, _show, count=1)]
+            changes = f"ADR-8: each change after the end of initial data; {who(client)}'s watch"
+            later = [_show(e) for e in await watched(watch, _show, count=1, expected=changes)]
             assert later == ["d@7:PUT=b'4'"], (
                 f"ADR-8 IgnoreDeletes: 'Only sends PUT operation entries'; after a delete of a and a put of d "
                 f"{who(client)} yielded {later}"
@@ -492,7 +495,8 @@ async def test_watch_updates_only_sends_only_later_changes(client, target, bucke
             first = [_show(u) for u in await watched(watch, _show, count=1, expected=whose)]
             assert first == ["<end of initial data>"], f"{expected}; {who(client)} yielded {first} first"
             await kv.put("b", b"new")
-            later = [_show(e) for e in await watched(watch, _show, count=1)]
+            changes = f"ADR-8: each change after the end of initial data; {who(client)}'s watch"
+            later = [_show(e) for e in await watched(watch, _show, count=1, expected=changes)]
             assert later == ["b@2:PUT=b'new'"], (
                 f"ADR-8 UpdatesOnly: only changes after the watch started; after a put of b {who(client)} yielded "
                 f"{later}"

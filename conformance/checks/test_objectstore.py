@@ -261,7 +261,8 @@ async def test_watch_sends_current_infos_then_end_of_data_then_changes(client, s
         assert initial == ["a:10", "b:20", "<end of initial data>"], f"{expected} yielded {initial}"
         await store.put("c", b"3" * 30)
         await store.delete("a")
-        later = [_show(i) for i in await watched(watch, _show, count=2)]
+        changes = f"ADR-20 Watch: each change after the end of initial data; {who(client)}'s watch"
+        later = [_show(i) for i in await watched(watch, _show, count=2, expected=changes)]
         assert later == ["c:30", "a:deleted"], (
             f"ADR-20 Watch: each later change; after a put of c and a delete of a {who(client)} yielded {later}"
         )
