@@ -52,6 +52,7 @@ NOT_APPLICABLE = {
     client: {"push.queue-group-enforced": "the client takes a push consumer's queue from its deliver_group"}
     for client in ("nats.js", "nats.go")
 }
+NOT_APPLICABLE["nats.js"]["objectstore.watch-updates-only"] = "@nats-io/obj's watch() has no updates-only option"
 
 
 # variant -> the rules it breaks, the same for every client that has the variant.
