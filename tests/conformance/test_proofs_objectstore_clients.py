@@ -95,9 +95,6 @@ VARIANT_BREAKS = {
     "watch-no-end-of-data": {"objectstore.watch"},
     "watch-drop-first": {"objectstore.watch", "objectstore.watch-updates-only"},
 }
-# A breaker that makes a client meet a rule it misses on its own: obj-config turns nats.js's watcher consumer
-# (DeliverPolicy.New) into one that delivers every info, so it replays the current objects as ADR-20's watch does.
-MENDS = {("nats.js", "obj-config,obj-fabricate-missing"): {"objectstore.watch"}}
 
 
 @dataclass(frozen=True)
@@ -118,10 +115,10 @@ class ObjectStoreProof:
     @property
     def breaks(self) -> frozenset[str]:
         """Rule ids this row must see fail (read by test_proof_coverage): what it breaks and what the client misses
-        on its own, less what is na for the client and what the breakers mend."""
+        on its own, less what is na for the client."""
         broken = VARIANT_BREAKS[self.variant] if self.variant else BREAKS[self.breakers]
         na = set(NOT_APPLICABLE.get(self.client, {}))
-        return frozenset((broken | DEVIATIONS[self.client]) - na - MENDS.get((self.client, self.breakers), set()))
+        return frozenset((broken | DEVIATIONS[self.client]) - na)
 
 
 # nats.js 3.4.0 writes an object's info message through fast ingest (`fi.last` in putBlob): with its rollup header
