@@ -52,7 +52,6 @@ from .base import (
 )
 
 PROTOCOL = 3  # v3: watches (kv_watch, obj_watch)
-OLDEST_PROTOCOL = 1  # a v1/v2 driver (no watch ops) answers watches `unsupported`
 REQUEST_TIMEOUT_S = 30.0  # an answer the driver owes (a fetch gets its own expiry on top)
 HELLO_TIMEOUT_S = 30.0  # node's first start on a loaded machine
 CLOCK_SAMPLES = 5  # hello round trips after the first, to map the driver's clock onto ours
@@ -144,7 +143,7 @@ class DriverProcess:
     def start(self) -> dict:
         """Say hello (blocking); learn the client's name, version and the driver's clock."""
         hello = self.request_sync("hello", HELLO_TIMEOUT_S)
-        if hello.get("protocol") not in range(OLDEST_PROTOCOL, PROTOCOL + 1):
+        if hello.get("protocol") != PROTOCOL:
             self.kill(f"the {self.label} speaks protocol {hello.get('protocol')!r}, not {PROTOCOL}")
             raise DriverGone(self.dead)
         self.hello = hello
