@@ -6,24 +6,28 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import nats.errors
 import pytest
+
+from jetcheck.conformance.clients.base import Watch
 
 WATCH_TIMEOUT_S = 1.0
 
 
-async def watched(watcher, show: Callable[[Any], str], count: int | None = None) -> list:
+async def watched(watch: Watch, show: Callable[[Any], str], count: int | None = None, expected: str = "") -> list:
     """Updates up to and including the end-of-initial-data None (or `count` of them); a missing one fails the check.
-    `show` renders an update for the failure message."""
+    `show` renders an update for the failure message; `expected` begins it (what the documentation says, then whose
+    watch it is)."""
     seen: list = []
     while True:
         try:
-            update = await watcher.updates(timeout=WATCH_TIMEOUT_S)
-        except nats.errors.TimeoutError:
-            pytest.fail(f"watch stalled after {[show(u) for u in seen]}: nothing more within {WATCH_TIMEOUT_S}s")
+            update = await watch.next(WATCH_TIMEOUT_S)
+        except TimeoutError:
+            break  # failed below, outside the handler: the timeout's own traceback says nothing more
         seen.append(update)
         if (count is None and update is None) or (count is not None and len(seen) == count):
             return seen
+    shown = [show(u) for u in seen]
+    pytest.fail(f"{expected or 'watch'} stalled after {shown}: nothing more within {WATCH_TIMEOUT_S}s")
 
 
 async def within(awaitable: Awaitable, what: str):

@@ -2,18 +2,27 @@
 
 Checks named `wire` drive the server through the documented protocol (publishes with headers, raw API requests) on
 a bucket stream created exactly as ADR-8 lists it; checks named `client` exercise the KV API of the client under
-test (the `client` fixture, any adapter); the watch checks still call nats-py directly and are skipped
-for other clients until they are ported.
+test (the `client` fixture, any adapter), watchers included.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import AsyncIterator, Awaitable
 
 import pytest
 
-from jetcheck.conformance.clients.base import KV_DEL, KV_PURGE, ClientError, KeyNotFound, connected
+from jetcheck.conformance.clients.base import (
+    KV_DEL,
+    KV_PURGE,
+    ClientError,
+    KeyNotFound,
+    KvEntry,
+    Unsupported,
+    Watch,
+    connected,
+)
 from jetcheck.conformance.jsapi import NS, ApiError, api, purge, subject_messages
 from jetcheck.conformance.watching import watched, within
 
@@ -57,20 +66,15 @@ async def publish_raw(nc, subject: str, payload: bytes = b"", headers: dict[str,
     return json.loads(reply.data)
 
 
-def _show(entry) -> str:
+def _show(entry: KvEntry | None) -> str:
     if entry is None:
         return "<end of initial data>"
-    return f"{entry.key}@{entry.revision}:{entry.operation or 'PUT'}={entry.value!r}"
+    return f"{entry.key}@{entry.revision}:{entry.operation}={entry.value!r}"
 
 
 @pytest.fixture
 def bucket(names):
     return names.bucket()
-
-
-async def _client_kv(js, bucket: str, **config):
-    """nats-py's bucket, for the watch checks not yet ported to the client adapter."""
-    return await js.create_key_value(bucket=bucket, **config)
 
 
 def who(client) -> str:
@@ -82,6 +86,19 @@ async def client_kv(client, target, bucket: str, **options):
     """The bucket created through the client under test (its defaults plus `options`), on its own session."""
     async with connected(client, target.url, target.credentials) as session:
         yield await session.kv_create(bucket, **options)
+
+
+@contextlib.asynccontextmanager
+async def watching(client, start: Awaitable[Watch], documented: str) -> AsyncIterator[Watch]:
+    """The watch `start` makes, stopped afterwards; a client without the option the ADR lists fails the check."""
+    try:
+        watch = await start
+    except Unsupported as missing:
+        pytest.fail(f"{documented} is not implemented by {who(client)} ({missing})")
+    try:
+        yield watch
+    finally:
+        await watch.stop()
 
 
 async def no_value(client, kv, key: str, after: str) -> None:
@@ -357,107 +374,135 @@ async def test_keys_lists_live_keys_only(client, target, bucket):
 
 
 @pytest.mark.rule("kv.watch-initial-then-updates")
-async def test_watch_sends_latest_entries_then_end_of_data_then_updates(js, bucket):
+async def test_watch_sends_latest_entries_then_end_of_data_then_updates(client, target, bucket):
     """A watch yields each key's latest entry (deletes included), then None, then later changes."""
-    kv = await _client_kv(js, bucket, history=5)
-    await kv.put("a", b"1")
-    await kv.put("a", b"2")
-    await kv.put("b", b"x")
-    await kv.delete("b")
-    watcher = await kv.watchall()
-    try:
-        initial = await watched(watcher, _show)
-        assert [_show(e) for e in initial] == ["a@2:PUT=b'2'", "b@4:DEL=b''", "<end of initial data>"]
-        await kv.put("c", b"new")
-        await kv.purge("a")
-        later = await watched(watcher, _show, count=2)
-        assert [_show(e) for e in later] == ["c@5:PUT=b'new'", "a@6:PURGE=b''"]
-    finally:
-        await watcher.stop()
+    async with client_kv(client, target, bucket, history=5) as kv:
+        await kv.put("a", b"1")
+        await kv.put("a", b"2")
+        await kv.put("b", b"x")
+        await kv.delete("b")
+        async with watching(client, kv.watch(), "ADR-8 Watch") as watch:
+            expected = f"ADR-8: the end-of-initial-data signal after the latest entries; {who(client)}'s watch"
+            initial = [_show(e) for e in await watched(watch, _show, expected=expected)]
+            assert initial == ["a@2:PUT=b'2'", "b@4:DEL=b''", "<end of initial data>"], (
+                "ADR-8: the latest entry of every key, deletes included, then the end of initial data; "
+                f"{who(client)}'s watch yielded {initial}"
+            )
+            await kv.put("c", b"new")
+            await kv.purge("a")
+            changes = f"ADR-8: each change after the end of initial data; {who(client)}'s watch"
+            later = [_show(e) for e in await watched(watch, _show, count=2, expected=changes)]
+            assert later == ["c@5:PUT=b'new'", "a@6:PURGE=b''"], (
+                f"ADR-8: each later change; after a put of c and a purge of a {who(client)}'s watch yielded {later}"
+            )
 
 
 @pytest.mark.rule("kv.watch-eod-empty")
-async def test_watch_of_nothing_sends_end_of_data(js, bucket):
+async def test_watch_of_nothing_sends_end_of_data(client, target, bucket):
     """A watch on an empty bucket, and on an empty range of a filled one, first sends the end-of-data signal."""
-    kv = await _client_kv(js, bucket)
-    empty = await kv.watchall()
-    try:
-        assert await watched(empty, _show) == [None]
-    finally:
-        await empty.stop()
-    await kv.put("a", b"1")
-    none_match = await kv.watch("z.>")
-    try:
-        assert await watched(none_match, _show) == [None]
-    finally:
-        await none_match.stop()
+    async with client_kv(client, target, bucket) as kv:
+        expected = f"ADR-8: 'The signal must always be sent'; {who(client)}'s watch of an"
+        async with watching(client, kv.watch(), "ADR-8 Watch") as empty:
+            got = [_show(u) for u in await watched(empty, _show, expected=f"{expected} empty bucket")]
+            assert got == ["<end of initial data>"], (
+                f"ADR-8: 'The signal must always be sent'; {who(client)}'s watch of an empty bucket yielded {got}"
+            )
+        await kv.put("a", b"1")
+        async with watching(client, kv.watch("z.>"), "ADR-8 Watch of a range") as none_match:
+            got = [_show(u) for u in await watched(none_match, _show, expected=f"{expected} empty range")]
+            assert got == ["<end of initial data>"], (
+                f"ADR-8: 'The signal must always be sent'; {who(client)}'s watch of an empty range yielded {got}"
+            )
 
 
 @pytest.mark.rule("kv.watch-key-filter")
-async def test_watch_on_a_range_sees_only_its_keys(js, bucket):
+async def test_watch_on_a_range_sees_only_its_keys(client, target, bucket):
     """watch('x.*') yields only keys under x., before and after the end-of-data signal."""
-    kv = await _client_kv(js, bucket)
-    await kv.put("x.1", b"a")
-    await kv.put("y.1", b"b")
-    watcher = await kv.watch("x.*")
-    try:
-        assert [_show(e) for e in await watched(watcher, _show)] == ["x.1@1:PUT=b'a'", "<end of initial data>"]
-        await kv.put("y.2", b"c")
-        await kv.put("x.2", b"d")
-        assert [_show(e) for e in await watched(watcher, _show, count=1)] == ["x.2@4:PUT=b'd'"]
-    finally:
-        await watcher.stop()
+    async with client_kv(client, target, bucket) as kv:
+        await kv.put("x.1", b"a")
+        await kv.put("y.1", b"b")
+        async with watching(client, kv.watch("x.*"), "ADR-8 Watch of a range") as watch:
+            expected = f"ADR-8: the end-of-initial-data signal after the range's entries; {who(client)}'s watch('x.*')"
+            initial = [_show(e) for e in await watched(watch, _show, expected=expected)]
+            assert initial == ["x.1@1:PUT=b'a'", "<end of initial data>"], (
+                f"ADR-8: only the keys of the range; {who(client)}'s watch('x.*') yielded {initial}"
+            )
+            await kv.put("y.2", b"c")
+            await kv.put("x.2", b"d")
+            changes = f"ADR-8: each change after the end of initial data; {who(client)}'s watch"
+            later = [_show(e) for e in await watched(watch, _show, count=1, expected=changes)]
+            assert later == ["x.2@4:PUT=b'd'"], (
+                f"ADR-8: only the keys of the range; after puts of y.2 and x.2 {who(client)}'s watch('x.*') yielded "
+                f"{later}"
+            )
 
 
 @pytest.mark.rule("kv.watch-include-history")
-async def test_watch_with_history_sends_every_retained_revision(js, bucket):
+async def test_watch_with_history_sends_every_retained_revision(client, target, bucket):
     """include_history yields every retained revision of each key in order, then None."""
-    kv = await _client_kv(js, bucket, history=2)
-    for value in (b"1", b"2", b"3"):
-        await kv.put("a", value)
-    await kv.put("b", b"x")
-    watcher = await kv.watchall(include_history=True)
-    try:
-        shown = [_show(e) for e in await watched(watcher, _show)]
-        assert shown == ["a@2:PUT=b'2'", "a@3:PUT=b'3'", "b@4:PUT=b'x'", "<end of initial data>"]
-    finally:
-        await watcher.stop()
+    async with client_kv(client, target, bucket, history=2) as kv:
+        for value in (b"1", b"2", b"3"):
+            await kv.put("a", value)
+        await kv.put("b", b"x")
+        async with watching(client, kv.watch(include_history=True), "ADR-8 IncludeHistory") as watch:
+            expected = f"ADR-8 IncludeHistory: the end-of-initial-data signal after the history; {who(client)}'s watch"
+            shown = [_show(e) for e in await watched(watch, _show, expected=expected)]
+    assert shown == ["a@2:PUT=b'2'", "a@3:PUT=b'3'", "b@4:PUT=b'x'", "<end of initial data>"], (
+        f"ADR-8 IncludeHistory: every retained revision, then the end of initial data; {who(client)} yielded {shown}"
+    )
 
 
 @pytest.mark.rule("kv.watch-ignore-deletes")
-async def test_watch_ignoring_deletes_sends_only_values(js, bucket):
+async def test_watch_ignoring_deletes_sends_only_values(client, target, bucket):
     """ignore_deletes leaves out deleted and purged keys, and still ends the initial data with None."""
-    kv = await _client_kv(js, bucket)
-    await kv.put("a", b"1")
-    await kv.put("b", b"2")
-    await kv.delete("b")
-    await kv.put("c", b"3")
-    await kv.purge("c")
-    watcher = await kv.watchall(ignore_deletes=True)
-    try:
-        assert [_show(e) for e in await watched(watcher, _show)] == ["a@1:PUT=b'1'", "<end of initial data>"]
-        await kv.delete("a")
-        await kv.put("d", b"4")
-        assert [_show(e) for e in await watched(watcher, _show, count=1)] == ["d@7:PUT=b'4'"]
-    finally:
-        await watcher.stop()
+    async with client_kv(client, target, bucket) as kv:
+        await kv.put("a", b"1")
+        await kv.put("b", b"2")
+        await kv.delete("b")
+        await kv.put("c", b"3")
+        await kv.purge("c")
+        async with watching(client, kv.watch(ignore_deletes=True), "ADR-8 IgnoreDeletes") as watch:
+            expected = f"ADR-8 IgnoreDeletes: the end-of-initial-data signal still; {who(client)}'s watch"
+            initial = [_show(e) for e in await watched(watch, _show, expected=expected)]
+            assert initial == ["a@1:PUT=b'1'", "<end of initial data>"], (
+                f"ADR-8 IgnoreDeletes: 'Only sends PUT operation entries'; {who(client)} yielded {initial}"
+            )
+            await kv.delete("a")
+            await kv.put("d", b"4")
+            changes = f"ADR-8: each change after the end of initial data; {who(client)}'s watch"
+            later = [_show(e) for e in await watched(watch, _show, count=1, expected=changes)]
+            assert later == ["d@7:PUT=b'4'"], (
+                f"ADR-8 IgnoreDeletes: 'Only sends PUT operation entries'; after a delete of a and a put of d "
+                f"{who(client)} yielded {later}"
+            )
 
 
 @pytest.mark.rule("kv.watch-updates-only")
-async def test_watch_updates_only_sends_only_later_changes(js, bucket):
+async def test_watch_updates_only_sends_only_later_changes(client, target, bucket):
     """An UpdatesOnly watch sends the end-of-data signal at once, then only changes after it started."""
-    kv = await _client_kv(js, bucket)
-    await kv.put("a", b"old")
-    try:
-        watcher = await kv.watchall(updates_only=True)
-    except TypeError as missing:
-        pytest.fail(f"ADR-8 lists UpdatesOnly among the watch options every client should offer; nats-py: {missing}")
-    try:
-        assert await watched(watcher, _show, count=1) == [None]
-        await kv.put("b", b"new")
-        assert [_show(e) for e in await watched(watcher, _show, count=1)] == ["b@2:PUT=b'new'"]
-    finally:
-        await watcher.stop()
+    async with client_kv(client, target, bucket) as kv:
+        await kv.put("a", b"old")
+        try:
+            watch = await kv.watch(updates_only=True)
+        except Unsupported as missing:
+            pytest.fail(
+                "ADR-8 lists UpdatesOnly among the watch options every client should offer; not implemented by "
+                f"{who(client)} ({missing})"
+            )
+        try:
+            expected = "ADR-8 UpdatesOnly: 'The End Of Initial Data marker is sent as soon as the watch starts'"
+            whose = f"{expected}; {who(client)}'s watch"
+            first = [_show(u) for u in await watched(watch, _show, count=1, expected=whose)]
+            assert first == ["<end of initial data>"], f"{expected}; {who(client)} yielded {first} first"
+            await kv.put("b", b"new")
+            changes = f"ADR-8: each change after the end of initial data; {who(client)}'s watch"
+            later = [_show(e) for e in await watched(watch, _show, count=1, expected=changes)]
+            assert later == ["b@2:PUT=b'new'"], (
+                f"ADR-8 UpdatesOnly: only changes after the watch started; after a put of b {who(client)} yielded "
+                f"{later}"
+            )
+        finally:
+            await watch.stop()
 
 
 @pytest.mark.rule("kv.status")

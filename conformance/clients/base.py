@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -72,6 +72,8 @@ class Documented:
     # queue, and a mismatch with the consumer's deliver_group is refused) or "consumer" (the client always takes the
     # consumer's own deliver_group: no mismatch can be asked for).
     push_queue: str = "argument"
+    # Whether its object store watch offers updates-only (nats-py's and nats.go's docs do; ADR-20 lists no such option).
+    object_watch_updates_only: bool = True
 
     def idle_heartbeat(self, wanted: float) -> float:
         """The idle heartbeat a check asks for: `wanted`, raised to the smallest the client documents it accepts."""
@@ -127,7 +129,7 @@ class EventLog:
 
 @dataclass
 class Inbox:
-    """Deliveries in arrival order; `next()` waits for the next one."""
+    """Deliveries (or a watcher's updates) in arrival order; `next()` waits for the next one."""
 
     deliveries: list[Delivery] = field(default_factory=list)
     _queue: asyncio.Queue = field(default_factory=asyncio.Queue)
@@ -153,6 +155,23 @@ class Inbox:
             except TimeoutError:
                 break
         return list(self.deliveries)
+
+
+class Watch:
+    """A client's watcher (KV, object store): what it yielded, in its order, `None` being its end-of-initial-data
+    signal; `stop()` ends it. The adapter puts each update into `inbox` (read anew each time, so a variant may
+    replace it with one that relays)."""
+
+    def __init__(self, stop: Callable[[], Awaitable[None]]) -> None:
+        self.inbox = Inbox()
+        self.stopping = stop
+
+    async def next(self, timeout: float) -> KvEntry | ObjectInfo | None:
+        """The next update; TimeoutError when the client yields nothing within `timeout`."""
+        return await self.inbox.next(timeout)
+
+    async def stop(self) -> None:
+        await self.stopping()
 
 
 class Subscription(Protocol):
@@ -324,6 +343,12 @@ class ObjectStore(Protocol):
         """Link `name` to the object `target` of this bucket (as the client reads its info); Unsupported if none."""
         ...
 
+    async def watch(
+        self, *, include_history: bool = False, updates_only: bool = False, ignore_deletes: bool = False
+    ) -> Watch:
+        """The client's watcher of the bucket's object infos with these options; Unsupported for one it lacks."""
+        ...
+
 
 # --- v2: KV (ADR-8) ------------------------------------------------------------------------------------------------
 
@@ -377,6 +402,19 @@ class KeyValue(Protocol):
     async def history(self, key: str) -> list[KvEntry]: ...
 
     async def status(self) -> KvStatus: ...
+
+    async def watch(
+        self,
+        keys: str | list[str] = ">",
+        *,
+        include_history: bool = False,
+        updates_only: bool = False,
+        ignore_deletes: bool = False,
+        meta_only: bool = False,
+    ) -> Watch:
+        """The client's watcher of `keys` (a key, a wildcard range, or several) with these options (ADR-8's);
+        Unsupported for one the client lacks."""
+        ...
 
 
 class KvSession(Protocol):

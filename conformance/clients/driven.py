@@ -26,6 +26,8 @@ MISBEHAVE_MODES = (
     "terminal-on-missed-heartbeat",
     "duplicate-delivery",
     "drop-deliveries-after-reset",
+    "watch-no-end-of-data",
+    "watch-drop-first",
 )
 
 JS_DOCUMENTED = Documented(
@@ -50,6 +52,8 @@ JS_DOCUMENTED = Documented(
     consumes="pull",  # consume() on a pull consumer (push consumers: getPushConsumer(), bound to existing ones)
     # jetstream lib/pushconsumer.js consume(): subscribes with the consumer info's deliver_group as its queue.
     push_queue="consumer",
+    # @nats-io/obj lib/types.d.ts: watch(opts?: Partial<{ignoreDeletes?: boolean; includeHistory?: boolean}>)
+    object_watch_updates_only=False,
 )
 
 GO_DOCUMENTED = Documented(

@@ -19,7 +19,7 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,9 +49,10 @@ from .base import (
     ObjectNotFound,
     StartPolicy,
     Unsupported,
+    Watch,
 )
 
-PROTOCOL = 1
+PROTOCOL = 3  # v3: watches (kv_watch, obj_watch)
 REQUEST_TIMEOUT_S = 30.0  # an answer the driver owes (a fetch gets its own expiry on top)
 HELLO_TIMEOUT_S = 30.0  # node's first start on a loaded machine
 CLOCK_SAMPLES = 5  # hello round trips after the first, to map the driver's clock onto ours
@@ -240,7 +241,7 @@ class DriverProcess:
                 settle = self._pending.pop(message["id"], None)
                 if settle is not None:
                     settle(message)
-            elif message.get("type") == "delivery":
+            elif message.get("type") in ("delivery", "watch"):
                 self._dispatch(("sub", str(message.get("sub"))), message)
             elif message.get("type") == "event":
                 self._dispatch(("session", str(message.get("session"))), message)
@@ -367,6 +368,7 @@ class DriverSession:
         self.id = session_id
         self.events = EventLog()
         self.subscriptions: list[DriverSubscription] = []
+        self.watches: list[str] = []  # the sub ids of its watches, unrouted when it closes
         self._ids = ids
 
     def on_event(self, record: dict) -> None:
@@ -387,6 +389,29 @@ class DriverSession:
             raise
         self.subscriptions.append(sub)
         return sub
+
+    async def streamed_watch(self, start: Callable[[str], Awaitable[dict]], update: Callable[[dict], object]) -> Watch:
+        """A watcher the driver streams (`watch` records for its sub): `start(sub)` asks for it, `update(record)`
+        reads one record's entry or info (None: the client's end-of-initial-data signal)."""
+        sub_id = f"w{next(self._ids)}"
+        process = self.process
+
+        async def stop() -> None:
+            try:
+                if not process.dead:
+                    await process.request("stop", sub=sub_id)
+            finally:
+                process.unroute("sub", sub_id)
+
+        watch = Watch(stop)
+        process.route("sub", sub_id, lambda record: watch.inbox.put(update(record)))  # before: updates may overtake
+        try:
+            await start(sub_id)
+        except BaseException:
+            process.unroute("sub", sub_id)
+            raise
+        self.watches.append(sub_id)
+        return watch
 
     async def ordered(
         self,
@@ -484,6 +509,8 @@ class DriverSession:
         finally:
             for sub in self.subscriptions:
                 self.process.unroute("sub", sub.id)
+            for sub_id in self.watches:
+                self.process.unroute("sub", sub_id)
             self.process.unroute("session", self.id)
 
 
@@ -522,6 +549,15 @@ class DriverObjectStore:
 
     async def add_link(self, name: str, target: str) -> ObjectInfo:
         return ObjectInfo.from_json((await self.request("obj_add_link", name=name, target=target))["info"])
+
+    async def watch(
+        self, *, include_history: bool = False, updates_only: bool = False, ignore_deletes: bool = False
+    ) -> Watch:
+        options = {"include_history": include_history, "updates_only": updates_only, "ignore_deletes": ignore_deletes}
+        return await self.session.streamed_watch(
+            lambda sub: self.request("obj_watch", sub=sub, **options),
+            lambda record: ObjectInfo.from_json(record["info"]) if record.get("info") is not None else None,
+        )
 
 
 class DriverAdapter:
@@ -673,6 +709,27 @@ class DriverKeyValue:
     async def status(self) -> KvStatus:
         answer = await self._ask("kv_status")
         return KvStatus(answer["bucket"], int(answer["values"]), int(answer["history"]), float(answer["ttl_s"]))
+
+    async def watch(
+        self,
+        keys: str | list[str] = ">",
+        *,
+        include_history: bool = False,
+        updates_only: bool = False,
+        ignore_deletes: bool = False,
+        meta_only: bool = False,
+    ) -> Watch:
+        options = {
+            "keys": [keys] if isinstance(keys, str) else list(keys),
+            "include_history": include_history,
+            "updates_only": updates_only,
+            "ignore_deletes": ignore_deletes,
+            "meta_only": meta_only,
+        }
+        return await self.session.streamed_watch(
+            lambda sub: self._ask("kv_watch", sub=sub, **options),
+            lambda record: kv_entry_from(record["entry"]) if record.get("entry") is not None else None,
+        )
 
 
 async def driver_kv_create(session: DriverSession, bucket: str, *, history=None, ttl=None) -> DriverKeyValue:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import time
+from collections.abc import Callable
 from importlib import metadata
 
 import nats.errors
@@ -36,6 +38,7 @@ from .base import (
     ObjectNotFound,
     StartPolicy,
     Unsupported,
+    Watch,
 )
 
 # nats.js.client.JetStreamContext.subscribe: an ordered consumer gets idle_heartbeat 5 s unless one is given.
@@ -210,6 +213,32 @@ def kv_entry(entry) -> KvEntry:
     return KvEntry(entry.bucket, entry.key, entry.value or b"", entry.revision, entry.operation or KV_PUT)
 
 
+def natspy_watch(watcher, convert: Callable) -> Watch:
+    """nats-py's watcher as the adapter's Watch: a task hands each update over as nats-py yields it (its None, the
+    end-of-initial-data signal, too) until stop() ends the watcher."""
+
+    async def relay() -> None:
+        async for update in watcher:
+            watch.inbox.put(None if update is None else convert(update))
+
+    async def stop() -> None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        with contextlib.suppress(nats.errors.Error):  # the connection is already gone: nothing left to stop
+            await watcher.stop()
+
+    watch = Watch(stop)
+    task = asyncio.create_task(relay())
+    return watch
+
+
+def natspy_lacks(call, option: str, version: str) -> None:
+    """Unsupported when nats-py's `call` takes no `option` argument (it would raise TypeError)."""
+    if option not in inspect.signature(call).parameters:
+        raise Unsupported("unsupported", f"nats-py {version}'s {call.__qualname__} has no {option} option")
+
+
 class NatsPyKeyValue:
     def __init__(self, kv) -> None:
         self.kv = kv
@@ -254,6 +283,26 @@ class NatsPyKeyValue:
         with kv_errors("status"):
             status = await self.kv.status()
         return KvStatus(status.bucket, status.values, status.history, float(status.ttl or 0))
+
+    async def watch(
+        self,
+        keys: str | list[str] = ">",
+        *,
+        include_history: bool = False,
+        updates_only: bool = False,
+        ignore_deletes: bool = False,
+        meta_only: bool = False,
+    ) -> Watch:
+        version = metadata.version("nats-py")
+        filters = [keys] if isinstance(keys, str) else keys
+        if len(filters) != 1:
+            raise Unsupported("unsupported", f"nats-py {version}'s KeyValue.watch takes one key or range, not {keys}")
+        options = {"include_history": include_history, "ignore_deletes": ignore_deletes, "meta_only": meta_only}
+        if updates_only:
+            natspy_lacks(self.kv.watch, "updates_only", version)
+            options["updates_only"] = True
+        with kv_errors("watch"):
+            return natspy_watch(await self.kv.watch(filters[0], **options), kv_entry)
 
 
 async def natspy_kv_create(session: NatsPySession, bucket: str, *, history=None, ttl=None) -> NatsPyKeyValue:
@@ -344,3 +393,11 @@ class NatsPyObjectStore:
 
     async def add_link(self, name: str, target: str) -> ObjectInfo:
         raise Unsupported("unsupported", f"nats-py {metadata.version('nats-py')}'s ObjectStore has no add_link")
+
+    async def watch(
+        self, *, include_history: bool = False, updates_only: bool = False, ignore_deletes: bool = False
+    ) -> Watch:
+        watcher = await self.store.watch(
+            include_history=include_history, updates_only=updates_only, ignore_deletes=ignore_deletes
+        )
+        return natspy_watch(watcher, object_info)

@@ -10,6 +10,8 @@ The driver protocol's misbehave modes (a driven client misreports inside its dri
 - `terminal-on-missed-heartbeat`: a missed heartbeat ends the session's consumption (`terminal`, nothing more).
 - `duplicate-delivery`: every delivery reaches the application twice.
 - `drop-deliveries-after-reset`: once a subscription's consumer is replaced, nothing more reaches the application.
+- `watch-no-end-of-data`: a watcher's end-of-initial-data signal never reaches the application.
+- `watch-drop-first`: the first update (not the end-of-initial-data signal) of every watcher never reaches it.
 
 nats-py's own variants (they need its API):
 - `never-reset`: the ordered consumer is a plain push consumer with the ordered settings that never recreates it
@@ -29,7 +31,16 @@ from collections.abc import Callable
 from nats.js import api
 
 from jetcheck.conformance.clients import ClientVariant, register_variant
-from jetcheck.conformance.clients.base import MISSED_HEARTBEAT, RESET, TERMINAL, Delivery, EventLog, Inbox, StartPolicy
+from jetcheck.conformance.clients.base import (
+    MISSED_HEARTBEAT,
+    RESET,
+    TERMINAL,
+    Delivery,
+    EventLog,
+    Inbox,
+    StartPolicy,
+    Watch,
+)
 from jetcheck.conformance.clients.driven import MISBEHAVE_MODES
 from jetcheck.conformance.clients.natspy import NatsPySession, NatsPySubscription, delivery
 from jetcheck.errors import ConfigError
@@ -48,6 +59,9 @@ class WrappedAdapter:
         self.version = inner.version
         self.documented = inner.documented
         self.wrap_session = wrap_session
+
+    def __repr__(self) -> str:  # shown in a failing check's arguments: the client, not an object address
+        return f"WrappedAdapter({self.name} {self.version})"
 
     async def connect(self, url, credentials, *, reconnect_wait: float = 0.1):
         return self.wrap_session(await self.inner.connect(url, credentials, reconnect_wait=reconnect_wait))
@@ -214,12 +228,65 @@ class DropDeliveriesAfterReset(WrappedSession):
         return RelayedSubscription(sub, relay)
 
 
+class RelayedWatches:
+    """A KV bucket or object store whose watchers' updates pass through a relay (a fresh one per watch, from
+    `new_relay`) before the application sees them; everything else is the inner one's."""
+
+    def __init__(self, inner, new_relay: Callable[[], Callable]) -> None:
+        self.inner = inner
+        self.new_relay = new_relay
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    async def watch(self, *args, **options) -> Watch:
+        watch = await self.inner.watch(*args, **options)
+        arrived, watch.inbox = watch.inbox, RelayedInbox(self.new_relay())
+        for update in arrived.deliveries:  # what came before the relay was in place goes through it too
+            watch.inbox.put(update)
+        return watch
+
+
+class WatchRelay(WrappedSession):
+    """A session whose buckets' and object stores' watchers relay through `new_relay()`."""
+
+    new_relay: Callable[[], Callable]
+
+    async def kv_create(self, bucket: str, **options):
+        return RelayedWatches(await self.inner.kv_create(bucket, **options), self.new_relay)
+
+    async def object_store(self, bucket: str):
+        return RelayedWatches(await self.inner.object_store(bucket), self.new_relay)
+
+
+class WatchNoEndOfData(WatchRelay):
+    @staticmethod
+    def new_relay() -> Callable:
+        return lambda update: [] if update is None else [update]
+
+
+class WatchDropFirst(WatchRelay):
+    @staticmethod
+    def new_relay() -> Callable:
+        dropped: list = []
+
+        def relay(update) -> list:
+            if update is None or dropped:
+                return [update]
+            dropped.append(update)
+            return []
+
+        return relay
+
+
 WRAPPERS = {
     "swallow-missed-heartbeat": SwallowMissedHeartbeat,
     "chatty-missed-heartbeat": ChattyMissedHeartbeat,
     "terminal-on-missed-heartbeat": TerminalOnMissedHeartbeat,
     "duplicate-delivery": DuplicateDelivery,
     "drop-deliveries-after-reset": DropDeliveriesAfterReset,
+    "watch-no-end-of-data": WatchNoEndOfData,
+    "watch-drop-first": WatchDropFirst,
 }
 
 

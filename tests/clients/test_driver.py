@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from jetcheck.conformance.clients.base import ERROR, MISSED_HEARTBEAT, RESET, Documented, Unsupported
+from jetcheck.conformance.clients.base import ERROR, MISSED_HEARTBEAT, RESET, Documented, ObjectInfo, Unsupported
 from jetcheck.conformance.clients.driver import DriverAdapter, DriverGone
 from jetcheck.fixtures.target import Credentials
 
@@ -93,6 +93,51 @@ async def test_deliveries_reach_the_subscriptions_inbox_with_driver_times_on_the
     assert sub.effective_idle_heartbeat_s == 0.5
     await sub.stop()
     await session.close()
+
+
+@pytest.mark.asyncio
+async def test_a_kv_watch_yields_the_entries_and_end_of_data_the_driver_streams_for_it(adapter):
+    """`watch` records reach the watch whose sub they name, in order, `entry: null` as None; a record for a sub
+    nobody asked for is dropped; stop() asks the driver to stop that sub."""
+    session = await adapter.connect("nats://127.0.0.1:1", Credentials())
+    kv = await session.kv_create("B")
+    watch = await kv.watch("a.>", ignore_deletes=True)
+    updates = [await watch.next(5.0) for _ in range(3)]
+    shown = [None if e is None else (e.bucket, e.key, e.value, e.revision, e.operation) for e in updates]
+    assert shown == [("B", "a", b"1", 1, "PUT"), None, ("B", "b", b"", 2, "DEL")]
+    with pytest.raises(TimeoutError):
+        await watch.next(0.2)
+    await watch.stop()
+    await session.close()
+
+
+@pytest.mark.asyncio
+async def test_an_object_store_watch_yields_infos_and_end_of_data(adapter):
+    session = await adapter.connect("nats://127.0.0.1:1", Credentials())
+    store = await session.object_store("B")
+    watch = await store.watch(include_history=True)
+    assert [await watch.next(5.0) for _ in range(2)] == [ObjectInfo(name="o", bucket="B", size=3), None]
+    await watch.stop()
+    await session.close()
+
+
+@pytest.mark.asyncio
+async def test_a_watch_option_the_client_lacks_is_unsupported(adapter):
+    session = await adapter.connect("nats://127.0.0.1:1", Credentials())
+    kv = await session.kv_create("B")
+    with pytest.raises(Unsupported, match="fake: no ranges"):
+        await kv.watch("unsupported.>")
+    await session.close()
+
+
+def test_a_driver_speaking_an_older_protocol_is_refused():
+    """A v1 driver (no watches) is not taken for a v3 one: the run says which protocol it speaks."""
+    old = fake_adapter("--protocol", "1")
+    try:
+        with pytest.raises(DriverGone, match="speaks protocol 1, not 3"):
+            old.process()
+    finally:
+        old.shutdown()
 
 
 @pytest.mark.asyncio

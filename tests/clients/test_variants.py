@@ -8,7 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from jetcheck.conformance.clients.base import MISSED_HEARTBEAT, RESET, TERMINAL, Delivery, Documented, EventLog, Inbox
+from jetcheck.conformance.clients.base import (
+    MISSED_HEARTBEAT,
+    RESET,
+    TERMINAL,
+    Delivery,
+    Documented,
+    EventLog,
+    Inbox,
+    Watch,
+)
 from jetcheck.testing import variants
 
 
@@ -136,3 +145,56 @@ def test_no_variant_swaps_a_class_or_reads_a_private_attribute():
         and not (isinstance(node.value, ast.Call) and getattr(node.value.func, "id", "") == "super")
     ]
     assert not found, f"variants.py reaches into other objects: {found}"
+
+
+class FakeBucket:
+    """A KV bucket or object store whose watcher has yielded `early` by the time watch() returns."""
+
+    def __init__(self, early: list) -> None:
+        self.early = early
+
+    async def watch(self, *args, **options) -> Watch:
+        async def stop() -> None:
+            pass
+
+        watch = Watch(stop)
+        for update in self.early:
+            watch.inbox.put(update)
+        return watch
+
+
+class WatchingSession(FakeSession):
+    def __init__(self, early: list) -> None:
+        super().__init__()
+        self.bucket = FakeBucket(early)
+
+    async def kv_create(self, bucket: str, **options) -> FakeBucket:
+        return self.bucket
+
+    async def object_store(self, bucket: str) -> FakeBucket:
+        return self.bucket
+
+
+async def watched_through(mode: str, updates: list) -> list:
+    """What the application reads from a watch of `mode` (KV and object store alike) whose client yields `updates`:
+    the first before the variant wrapped the watch, the rest after."""
+    session = variants.WRAPPERS[mode](WatchingSession(updates[:1]))
+    seen = []
+    for bucket in (await session.kv_create("B"), await session.object_store("B")):
+        watch = await bucket.watch()
+        for update in updates[1:]:
+            watch.inbox.put(update)
+        seen.append([await watch.next(1.0) for _ in watch.inbox.deliveries])
+    assert seen[0] == seen[1]
+    return seen[0]
+
+
+@pytest.mark.asyncio
+async def test_watch_no_end_of_data_hides_only_the_end_of_initial_data():
+    assert await watched_through("watch-no-end-of-data", ["a", None, "b"]) == ["a", "b"]
+
+
+@pytest.mark.asyncio
+async def test_watch_drop_first_hides_the_first_update_of_every_watch_only():
+    assert await watched_through("watch-drop-first", ["a", None, "b"]) == [None, "b"]
+    assert await watched_through("watch-drop-first", [None, "a", "b"]) == [None, "b"]

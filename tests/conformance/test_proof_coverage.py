@@ -57,10 +57,7 @@ def _broken_rules() -> set[str]:
 
 # Rules no proof can break yet, and why. A rule the client under test fails on its own is no proof: it fails with no
 # breaker too (test_proofs_kv takes such failures from its reference run, not from a list).
-NO_PROOF_YET = {
-    "kv.watch-updates-only": "its check drives nats-py, whose KeyValue.watch has no updates_only, so it fails "
-    "whatever a breaker does; a client adapter's watch would let nats.js and nats.go rows break it",
-}
+NO_PROOF_YET: dict[str, str] = {}
 
 
 def test_every_catalog_rule_is_broken_by_some_proof():

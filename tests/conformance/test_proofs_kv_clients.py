@@ -1,9 +1,11 @@
 """The KV client rules can fail for every client: certify each client's KV checks through the KV breakers.
 
 The wire breakers sit in a proxy in front of the server that both the client under test and the suite reach, so
-they apply to any client. Each row certifies one client through one set of breakers and must fail every check of
-the KV client rules the table says those breakers break, while every other KV client check keeps the status it has
-for that client without breakers (its reference run). Expectations come from the table, the same for every client.
+they apply to any client; where the client's own watcher must misbehave, a row certifies `<client>+<mode>` (a
+driver's misbehave mode, nats-py's wrapper of the same name) against the server itself. Each row certifies one
+client through one set of breakers (or one mode) and must fail every check of the KV client rules the table says
+they break, while every other KV client check keeps the status it has for that client without breakers (its
+reference run). Expectations come from the table, the same for every client.
 Server (wire) rules are left to test_proofs_kv: they judge the server, whatever the client.
 """
 
@@ -22,8 +24,18 @@ from .test_proofs_client import check_name, missing_toolchain
 
 CLIENTS = ("nats-py", "nats.js", "nats.go")
 AREA = "kv and client"
-# The KV client rules whose checks go through the client adapter (the watch ones do not yet).
-KV_ADAPTER_RULES = frozenset(
+WATCHES = frozenset(
+    {
+        "kv.watch-initial-then-updates",
+        "kv.watch-eod-empty",
+        "kv.watch-key-filter",
+        "kv.watch-include-history",
+        "kv.watch-ignore-deletes",
+        "kv.watch-updates-only",
+    }
+)
+# The KV client rules (all of them go through the client adapter).
+KV_ADAPTER_RULES = WATCHES | frozenset(
     {
         "kv.bucket-stream",
         "kv.bucket-allow-direct",
@@ -46,44 +58,69 @@ STREAM_CONFIG = frozenset(
 )
 # Everything that reads a key: a client that keeps asking DIRECT.GET of a bucket stream created without allow_direct
 # (nats.js sets its direct flag from the config it asked for) finds no responder there.
-READS = KV_ADAPTER_RULES - STREAM_CONFIG - {"kv.history-kept"}
+READS = KV_ADAPTER_RULES - STREAM_CONFIG - {"kv.history-kept"} - WATCHES
+HISTORY_PLUS_ONE = "kv.watch-include-history"  # the stream keeps one revision more than the bucket's history
 WITHOUT_DIRECT = "a client that reads by direct get whatever the created stream says finds no responder"
 
 
 # breakers -> the KV adapter rules they break, the same for every client.
 BREAKS = {
-    "kv-stream-config": Breaks(STREAM_CONFIG, READS, WITHOUT_DIRECT),
+    "kv-stream-config": Breaks(STREAM_CONFIG | {HISTORY_PLUS_ONE}, READS, WITHOUT_DIRECT),
     "strip-expected": Breaks(frozenset({"kv.create-client", "kv.update-client"})),
-    # create() of a deleted key reads its marker's operation to know it may recreate it
-    "kv-strip-operation": Breaks(frozenset({"kv.delete-marker", "kv.purge-marker", "kv.keys", "kv.create-client"})),
+    # create() of a deleted key reads its marker's operation to know it may recreate it; a watcher tells deletes by it
+    "kv-strip-operation": Breaks(
+        frozenset({"kv.delete-marker", "kv.purge-marker", "kv.keys", "kv.create-client"})
+        | {"kv.watch-initial-then-updates", "kv.watch-ignore-deletes"}
+    ),
     # Without allow_direct every client that honours the stream's config reads through STREAM.MSG.GET, garbled here.
     "kv-stream-config,kv-get-garbled": Breaks(
-        STREAM_CONFIG | {"kv.put-get", "kv.get-missing"},
+        STREAM_CONFIG | {HISTORY_PLUS_ONE, "kv.put-get", "kv.get-missing"},
         READS - {"kv.put-get", "kv.get-missing"},
         WITHOUT_DIRECT + "; a garbled get breaks what the check reads back",
     ),
+    # a watch of x.* (or of the empty range z.>) sees every key of the bucket
+    "kv-watch-widen-range": Breaks(frozenset({"kv.watch-key-filter", "kv.watch-eod-empty"})),
+}
+# the client's own watcher misreports (driver misbehave modes; nats-py: the wrappers of conformance/clients/variants)
+VARIANT_BREAKS = {
+    "watch-no-end-of-data": Breaks(WATCHES),
+    "watch-drop-first": Breaks(WATCHES - {"kv.watch-eod-empty"}),  # an empty watch has no first update to drop
 }
 
 
 @dataclass(frozen=True)
 class KvProof:
     client: str
-    breakers: str = ""  # "" for the client's reference run
+    breakers: str = ""  # "" for the client's reference run (or a variant's)
+    variant: str = ""  # a misbehave mode of the client itself, certified without a proxy
 
     @property
     def id(self) -> str:
-        return f"{self.client}:{self.breakers or 'reference'}"
+        return f"{self.client}:{self.breakers or self.variant or 'reference'}"
+
+    @property
+    def spelling(self) -> str:
+        """The --client value."""
+        return f"{self.client}+{self.variant}" if self.variant else self.client
+
+    @property
+    def row(self) -> Breaks:
+        if self.variant:
+            return VARIANT_BREAKS[self.variant]
+        return BREAKS[self.breakers] if self.breakers else Breaks(frozenset())
 
     @property
     def breaks(self) -> frozenset[str]:
-        return BREAKS[self.breakers].must if self.breakers else frozenset()
+        return self.row.must
 
     @property
     def may(self) -> frozenset[str]:
-        return BREAKS[self.breakers].may if self.breakers else frozenset()
+        return self.row.may
 
 
-PROOFS = [KvProof(client, breakers) for client in CLIENTS for breakers in ("", *BREAKS)]
+PROOFS = [KvProof(client, breakers) for client in CLIENTS for breakers in ("", *BREAKS)] + [
+    KvProof(client, variant=variant) for client in CLIENTS for variant in VARIANT_BREAKS
+]
 
 
 def certify(server: str, client: str, out: Path) -> tuple[int, list[CheckResult], str]:
@@ -109,7 +146,7 @@ def test_the_table_covers_every_kv_adapter_rule():
     """Every KV client rule that goes through the adapter is broken by some row, and is a client rule."""
     catalog = load_catalog()
     assert all(catalog[rule].subject == "client" for rule in KV_ADAPTER_RULES)
-    assert set().union(*(row.must for row in BREAKS.values())) == KV_ADAPTER_RULES
+    assert set().union(*(row.must for row in [*BREAKS.values(), *VARIANT_BREAKS.values()])) == KV_ADAPTER_RULES
 
 
 @pytest.mark.parametrize("case", PROOFS, ids=lambda case: case.id)
@@ -119,12 +156,15 @@ def test_kv_breakers_fail_exactly_their_client_rules(embedded_server, reference,
     if reason := missing_toolchain(case.client):
         pytest.skip(reason)
     baseline = reference(case.client)
-    if not case.breakers:
-        ported = {name: status for name, status in baseline.items() if status not in ("pass", "fail", "na")}
-        assert not ported or all(s == "skip" for s in ported.values()), f"odd reference statuses: {ported}"
+    if not case.breakers and not case.variant:
+        odd = {name: status for name, status in baseline.items() if status not in ("pass", "fail", "na")}
+        assert not odd, f"the reference run has checks that neither passed, failed nor were na: {odd}"
         return
-    with broken_proxy(embedded_server.url, tuple(case.breakers.split(","))) as url:
-        _, results, stderr = certify(url, case.client, tmp_path)
+    if case.variant:
+        _, results, stderr = certify(embedded_server.url, case.spelling, tmp_path)
+    else:
+        with broken_proxy(embedded_server.url, tuple(case.breakers.split(","))) as url:
+            _, results, stderr = certify(url, case.client, tmp_path)
     assert results, f"no checks ran: {stderr}"
     ours = [r for r in results if r.id in KV_ADAPTER_RULES]
     unbroken = sorted(f"{check_name(r)}: {r.status}: {r.message[:300]}" for r in ours
