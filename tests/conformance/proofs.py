@@ -3,35 +3,92 @@
 The broken server is the real one behind `python -m jetcheck.testing.proxy --break ...`, and certify is the
 real `jetcheck certify` pointed at the proxy's URL, exactly as a user would run it, with the testing package's
 plugin loaded so that `--client <client>+<variant>` resolves.
+
+A proof row is judged check by check: it names the rules it breaks, and fails every check certify collects for
+them, every parameter instance, except those it spares (each with why).
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from jetcheck.conformance.certify import CERTIFY_INI, CHECKS_PACKAGE
 from jetcheck.fixtures import children
 from jetcheck.records import RESULTS_FILE, CheckResult, read_results
+
+from .test_catalog import check_rule_ids
 
 CERTIFY_TIMEOUT_S = 240
 PROXY_START_S = 30
 PROXY_STOP_S = 10
 TESTING_PLUGIN = ("-p", "jetcheck.testing.plugin")  # offers the client variants to --client
+COLLECT_TIMEOUT_S = 120
+# certify's rootdir is the conformance package, so every check's node id starts with its checks folder
+CHECKS_DIR = "checks/"
+
+
+def check_name(result: CheckResult) -> str:
+    """A result's check as proof rows name it: its node id inside the checks folder, with its parameters."""
+    return result.check.removeprefix(CHECKS_DIR)
+
+
+@functools.cache
+def certify_checks() -> dict[str, str]:
+    """Every check `jetcheck certify` collects with its defaults, every parameter instance, by check name, with its
+    rule id: certify's own pytest command with --collect-only, in a scratch directory (collection writes run.json)."""
+    with tempfile.TemporaryDirectory(prefix="jetcheck-collect-") as scratch:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("JETCHECK_")} | {"JETCHECK_OUT": scratch}
+        command = ["-c", str(CERTIFY_INI), "--rootdir", str(CERTIFY_INI.parent), "--pyargs", CHECKS_PACKAGE]
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", *command, "--collect-only", "-q"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=scratch,
+            timeout=COLLECT_TIMEOUT_S,
+        )
+    if proc.returncode != 0:
+        raise RuntimeError(f"collecting certify's checks failed (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}")
+    rules = check_rule_ids()  # by "module.function"
+    checks = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith(CHECKS_DIR) and "::" in line:
+            name = line.removeprefix(CHECKS_DIR)
+            module, function = name.split("::", 1)
+            (checks[name],) = rules[f"{module.removesuffix('.py')}.{function.split('[')[0]}"]
+    return checks
+
+
+def checks_of(rules: Iterable[str], checks: Mapping[str, str] | None = None) -> frozenset[str]:
+    """The checks (names) of `rules` among `checks` (check name -> rule id; certify's by default)."""
+    rules = set(rules)
+    return frozenset(name for name, rule in (certify_checks() if checks is None else checks).items() if rule in rules)
+
+
+def declared_failures(row, checks: Mapping[str, str] | None = None) -> frozenset[str]:
+    """The checks a proof row must see fail: every check of the rules it breaks, but those it spares."""
+    return checks_of(row.breaks, checks) - set(getattr(row, "spared", {}))
 
 
 @dataclass(frozen=True)
 class Proof:
-    """Running `areas` through `breakers` fails exactly the checks of `breaks`; every other check passes or is na."""
+    """Running `areas` through `breakers` fails exactly the checks of `breaks` but the `spared` ones (check name ->
+    why the breakers leave it passing); every other check passes or is na."""
 
     breakers: tuple[str, ...]
     areas: tuple[str, ...]
     breaks: frozenset[str]
     client: str = "nats-py"  # the client under test (--client): a wire breaker breaks any client's rules
+    spared: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def id(self) -> str:
@@ -40,16 +97,19 @@ class Proof:
 
 @dataclass(frozen=True)
 class Breaks:
-    """What a misbehaviour (a client variant, a breaker) breaks: every check of `must` fails; checks of `may` fail
-    or not, by client, for the reason `why_may`."""
+    """What a misbehaviour (a client variant, a breaker) breaks: every check of `must` fails but the `spared` ones
+    (check name -> why); checks of `may` fail or not, by client, for the reason `why_may`."""
 
     must: frozenset[str]
     may: frozenset[str] = frozenset()
     why_may: str = ""
+    spared: Mapping[str, str] = field(default_factory=dict, compare=False)
 
 
-def proof(breakers: str, areas: str, breaks: set[str], client: str = "nats-py") -> Proof:
-    return Proof(tuple(breakers.split(",")), tuple(areas.split(",")), frozenset(breaks), client)
+def proof(
+    breakers: str, areas: str, breaks: set[str], client: str = "nats-py", spared: Mapping[str, str] | None = None
+) -> Proof:
+    return Proof(tuple(breakers.split(",")), tuple(areas.split(",")), frozenset(breaks), client, dict(spared or {}))
 
 
 @contextmanager
@@ -107,10 +167,26 @@ def certify(server: str, out: Path, *pytest_args: str, client: str = "nats-py") 
 
 
 def outcome(results: list[CheckResult]) -> tuple[set[str], dict[str, str]]:
-    """Rule ids with a failing check, and every check that neither passed, failed nor was na (with its message)."""
-    failed = {r.id for r in results if r.status == "fail"}
+    """The failing checks (names), and every check that neither passed, failed nor was na (with its message)."""
+    failed = {check_name(r) for r in results if r.status == "fail"}
     odd = {r.check: f"{r.status}: {r.message[:300]}" for r in results if r.status not in ("pass", "fail", "na")}
     return failed, odd
+
+
+def check_differences(results: list[CheckResult], expected: Iterable[str]) -> str:
+    """Empty when exactly the `expected` checks failed; otherwise the checks that should have failed and did not (with
+    their status, or "not run"), then those that failed unexpectedly (with their message)."""
+    by_name = {check_name(r): r for r in results}
+    failed = {name for name, r in by_name.items() if r.status == "fail"}
+    expected = set(expected)
+    unbroken = {name: f"{by_name[name].status}: {by_name[name].message[:200]}" if name in by_name else "not run"
+                for name in sorted(expected - failed)}  # fmt: skip
+    unexpected = {name: by_name[name].message[:300] for name in sorted(failed - expected)}
+    return "; ".join(
+        f"{what}: {found}"
+        for what, found in (("should fail and did not", unbroken), ("failed unexpectedly", unexpected))
+        if found
+    )
 
 
 def markexpr(areas: tuple[str, ...]) -> str:
@@ -118,13 +194,15 @@ def markexpr(areas: tuple[str, ...]) -> str:
 
 
 def assert_breaks_exactly(server_url: str, out: Path, case: Proof) -> None:
-    """Certify `case.areas` through `case.breakers` in front of `server_url`: exactly `case.breaks` fail, every
-    other check passes or is na, and certify's exit status says whether a MUST check failed."""
+    """Certify `case.areas` through `case.breakers` in front of `server_url`: exactly the declared checks fail
+    (every check of `case.breaks` but the spared ones), every other check passes or is na, and certify's exit
+    status says whether a MUST check failed."""
     with broken_proxy(server_url, case.breakers) as url:
         status, results = certify(url, out, "-m", markexpr(case.areas), client=case.client)
-    failed, odd = outcome(results)
+    _, odd = outcome(results)
     assert results, "no checks ran"
     assert not odd, f"checks that neither passed, failed nor were na: {odd}"
-    assert failed == case.breaks, f"expected to fail: {sorted(case.breaks)}; failed: {sorted(failed)}"
+    differences = check_differences(results, declared_failures(case))
+    assert not differences, f"{case.id}: {differences}"
     must_failed = any(r.status == "fail" and r.level == "MUST" for r in results)
     assert status == (1 if must_failed else 0)

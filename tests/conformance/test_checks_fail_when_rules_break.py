@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import pytest
 
+from jetcheck.fixtures.providers import provider_for
+from jetcheck.fixtures.target import Credentials
+
+from ..conftest import SERVER_VERSION
 from .proofs import assert_breaks_exactly, proof
 
 BASIC = "publish,dedup,purge,model"
 MODEL = "model.publish-purge"
 LIMITS_MODEL = "model.limits-discard-deletes"
+CHECK_ORDER = "test_publish.py::test_check_order_of_expected_last_sequence_and_dedup_follows_the_server_version"
+R3_NEEDS_A_CLUSTER = "na on a single server (it needs replicated streams): CLUSTER_PROOFS fails it"
 PROOFS = [
     proof(
         "strip-msg-id",
@@ -34,6 +40,7 @@ PROOFS = [
             "publish.expected-last-msg-id",
             "publish.expected-checks-before-dedup",
         },
+        spared={f"{CHECK_ORDER}[r3]": R3_NEEDS_A_CLUSTER},
     ),
     proof(
         "puback-mark-duplicate",
@@ -71,9 +78,34 @@ PROOFS = [
     proof("purge-hide-errors", BASIC, {"purge.seq-keep-rejected", "purge.unknown-stream", MODEL}),
     proof("create-drop-limits", "model", {"model.limits-discard-deletes"}),
 ]
+# Rows that need a 3-node cluster behind the proxy: the replicated-stream instances are na on one server.
+CLUSTER_PROOFS = [
+    # A replicated stream dedups before it checks Expected-Last-Sequence: without the msg id there is nothing to
+    # dedup, so the stale expectation is refused and the order looks expected-first.
+    proof(
+        "strip-msg-id",
+        "publish",
+        {"publish.expected-last-msg-id", "publish.expected-checks-before-dedup"},
+        spared={f"{CHECK_ORDER}[r1]": "an unreplicated stream checks Expected-Last-Sequence first, msg id or not"},
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def cluster_server():
+    """A 3-node cluster on loopback for the rows that need replicated streams."""
+    provider = provider_for("cluster", SERVER_VERSION, Credentials())
+    yield provider.start()
+    provider.stop()
 
 
 @pytest.mark.parametrize("case", PROOFS, ids=lambda p: p.id)
 def test_breaking_a_rule_fails_exactly_its_checks(embedded_server, tmp_path, case):
     """Certify through the breaker fails the checks of the broken rules and passes (or na) every other check."""
     assert_breaks_exactly(embedded_server.url, tmp_path, case)
+
+
+@pytest.mark.parametrize("case", CLUSTER_PROOFS, ids=lambda p: p.id)
+def test_breaking_a_rule_of_replicated_streams_fails_exactly_its_checks(cluster_server, tmp_path, case):
+    """Through the breaker in front of a cluster node, the replicated-stream checks of the broken rules fail too."""
+    assert_breaks_exactly(cluster_server.url, tmp_path, case)

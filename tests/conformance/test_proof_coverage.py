@@ -1,79 +1,86 @@
-"""Every catalog rule has been shown to fail: some proof row breaks it on purpose."""
+"""Every check certify collects, every parameter instance, has been shown to fail: some proof row fails it on
+purpose. conftest refuses a session that collects proofs while one has not (proof_gate); these tests pin the gate."""
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import pkgutil
+from pathlib import Path
+from types import SimpleNamespace
 
-from jetcheck.conformance import checks
+import pytest
+
 from jetcheck.conformance.catalog import load_catalog
 
-from . import __path__ as here
-from .test_catalog import check_rule_ids
+from . import conftest
+from .proof_gate import (
+    adapter_rules,
+    excused_client_rules,
+    proof_rows,
+    stale_spares,
+    unproven_checks,
+    unproven_client_checks,
+)
+from .proofs import certify_checks, proof
+from .test_proofs_client import REFERENCE
+
+HERE = Path(__file__).parent
+# Two parameter instances of one rule's check, and a check of another rule.
+CHECKS = {
+    "test_area.py::test_rule_x[one]": "area.x",
+    "test_area.py::test_rule_x[two]": "area.x",
+    "test_area.py::test_rule_y": "area.y",
+}
 
 
-def _proof_rows() -> list:
-    """Every proof row of the proof modules; a row wrapped in pytest.param with marks (an expected failure) proves
-    nothing and is left out."""
-    rows = []
-    for info in pkgutil.iter_modules(here):
-        if info.name.startswith("test_proofs_") or info.name == "test_checks_fail_when_rules_break":
-            for row in importlib.import_module(f"{__package__}.{info.name}").PROOFS:
-                if hasattr(row, "marks") and hasattr(row, "values"):  # pytest.param(row, marks=...)
-                    if row.marks:
-                        continue
-                    (row,) = row.values
-                rows.append(row)
-    return rows
+def test_certify_checks_are_every_parameter_instance_with_its_rule():
+    """The gate's checks are certify's: each parameter instance on its own, each with a catalog rule, every rule."""
+    checks = certify_checks()
+    assert len(checks) > len(set(checks.values())), "parameter instances are separate checks"
+    assert set(checks.values()) == set(load_catalog())
 
 
-def _adapter_rules() -> set[str]:
-    """The client rules whose checks talk to the client under test through the adapter (the `client` fixture)."""
-    rules: set[str] = set()
-    catalog = load_catalog()
-    for module_info in pkgutil.iter_modules(checks.__path__):
-        module = importlib.import_module(f"{checks.__name__}.{module_info.name}")
-        for attr, function in vars(module).items():
-            if not attr.startswith("test_") or "client" not in inspect.signature(function).parameters:
-                continue
-            for mark in getattr(function, "pytestmark", []):
-                if mark.name == "rule" and catalog[mark.args[0]].subject == "client":
-                    rules.add(mark.args[0])
-    return rules
+def test_every_check_certify_collects_is_failed_by_some_proof_row():
+    """No check, no parameter instance, is left without a proof row that fails it."""
+    rows, checks = proof_rows(), certify_checks()
+    assert not unproven_checks(rows, checks), "checks no proof row fails"
+    assert not stale_spares(rows, checks)
 
 
-def _broken_rules() -> set[str]:
-    """Rule ids some proof row expects to fail: by rule (server breakers, client variants) or by check."""
-    by_check = check_rule_ids()
-    broken: set[str] = set()
-    for row in _proof_rows():
-        broken |= set(getattr(row, "breaks", ()))
-        for check in getattr(row, "fails", ()):
-            module, function = check.split("::")
-            broken |= by_check[f"{module.removesuffix('.py')}.{function.split('[')[0]}"]
-    return broken
+def test_every_adapter_check_is_failed_for_every_client():
+    """Each client's proof rows fail every check of every client rule that goes through the client adapter."""
+    missing = unproven_client_checks(
+        proof_rows(), certify_checks(), list(REFERENCE), adapter_rules(), excused_client_rules()
+    )
+    assert not missing
 
 
-# Rules no proof can break yet, and why. A rule the client under test fails on its own is no proof: it fails with no
-# breaker too (test_proofs_kv takes such failures from its reference run, not from a list).
-NO_PROOF_YET: dict[str, str] = {}
+def test_a_parameter_instance_a_row_spares_is_unproven():
+    """A row breaking a rule proves each of its checks but those it spares: the spared instance has no proof."""
+    rows = [proof("b", "area", {"area.x", "area.y"}, spared={"test_area.py::test_rule_x[two]": "b fixes it up"})]
+    assert unproven_checks(rows, CHECKS) == ["test_area.py::test_rule_x[two]"]
+    assert unproven_checks([*rows, proof("c", "area", {"area.x"})], CHECKS) == []
 
 
-def test_every_catalog_rule_is_broken_by_some_proof():
-    """No rule is left without a proof that its checks fail when the rule is broken, but those NO_PROOF_YET says."""
-    unproven = set(load_catalog()) - _broken_rules()
-    assert sorted(unproven - NO_PROOF_YET.keys()) == [], "rules no proof row breaks"
-    assert sorted(NO_PROOF_YET.keys() - unproven) == [], "rules proved now: remove them from NO_PROOF_YET"
+def test_a_spare_that_names_no_check_of_the_broken_rules_is_reported():
+    """A spared name that is not a check of the row's rules (a typo, a renamed parameter) is reported."""
+    rows = [proof("b", "area", {"area.x"}, spared={"test_area.py::test_rule_y": "not area.x's"})]
+    assert stale_spares(rows, CHECKS) == ["b: test_area.py::test_rule_y"]
 
 
-def test_every_adapter_rule_is_broken_for_every_client():
-    """Each client's proof rows break every client rule that goes through the client adapter (issue 11)."""
-    from .test_proofs_client import NOT_APPLICABLE, REFERENCE
+def test_a_client_row_proves_only_its_own_clients_checks():
+    """A row for one client proves nothing for another; an excused rule's checks are left out."""
+    rows = [proof("b", "area", {"area.x", "area.y"}, client="nats.js")]
+    everything = {"area.x", "area.y"}
+    assert unproven_client_checks(rows, CHECKS, ["nats.js", "nats.go"], everything, {}) == {"nats.go": sorted(CHECKS)}
+    excused = {"nats.go": {"area.x": "na for nats.go"}}
+    assert unproven_client_checks(rows, CHECKS, ["nats.go"], everything, excused) == {
+        "nats.go": ["test_area.py::test_rule_y"]
+    }
 
-    adapter_rules = _adapter_rules()
-    rows = _proof_rows()  # client variants and wire breakers alike: a row breaks its client's rules
-    for client in REFERENCE:
-        broken = set().union(*(row.breaks for row in rows if getattr(row, "client", "nats-py") == client))
-        missing = adapter_rules - broken - set(NOT_APPLICABLE.get(client, {}))
-        assert not missing, f"{client}: rules no proof row breaks: {sorted(missing)}"
+
+def test_collecting_proofs_with_a_gap_is_a_usage_error(monkeypatch):
+    """A session that collects a proof row while the gate finds a gap stops at collection, naming the gap; one
+    that collects no proof row does not look."""
+    monkeypatch.setattr(conftest, "gaps", lambda: ["no proof row fails test_area.py::test_rule_x[two]"])
+    with pytest.raises(pytest.UsageError, match=r"no proof row fails test_area.py::test_rule_x\[two\]"):
+        conftest.pytest_collection_finish(SimpleNamespace(items=[SimpleNamespace(path=HERE / "test_proofs_push.py")]))
+    conftest.pytest_collection_finish(SimpleNamespace(items=[SimpleNamespace(path=HERE / "test_catalog.py")]))

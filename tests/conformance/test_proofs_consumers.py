@@ -16,7 +16,9 @@ PROOFS = [
     proof("acks-only,consumer-deliver-last", "consumers", {
         "consumers.nak", "consumers.nak-delay", "consumers.in-progress", "consumers.term", "consumers.deliver-all",
         "consumers.opt-start-conflict",
-    }),
+    }, spared={f"test_consumers.py::test_conflicting_start_options_are_rejected_with_10094[{conflict}]":
+               "only deliver_policy all becomes last: this conflict is refused as asked (consumer-drop-start fails it)"
+               for conflict in ("by-seq-without-seq", "by-time+seq", "last+time", "new+seq")}),
     proof("consumer-drop-delivery-limits,consumer-ack-policy-swap", "consumers", {
         "consumers.max-deliver", "consumers.backoff", "consumers.backoff-max-deliver", "consumers.max-ack-pending",
         "consumers.ack-explicit", "consumers.ack-all", "consumers.ack-none", "consumers.ack-policy-immutable",

@@ -37,8 +37,8 @@ PROOFS = [
         "retention.workqueue-one-unfiltered", "retention.workqueue-overlapping-filters",
         "retention.workqueue-partially-overlapping-filters",
     }),
-    proof("msg-get-drop-subject-selectors,msg-get-drop-headers,msg-delete-next-seq,direct-get-strip-headers,"
-          "create-allow-direct", "reads", {
+    proof("msg-get-drop-subject-selectors,msg-get-first-by-default,msg-get-drop-headers,msg-delete-next-seq,"
+          "direct-get-strip-headers,create-allow-direct", "reads", {
         "reads.get-by-sequence", "reads.get-missing", "reads.get-last-by-subject", "reads.get-next-by-subject",
         "reads.get-bad-request", "reads.direct-get", "reads.direct-get-subject-appended", "reads.direct-get-not-found",
         "reads.direct-get-needs-allow-direct", "reads.delete-message", "reads.delete-missing",
