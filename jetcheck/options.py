@@ -860,15 +860,16 @@ def _given(
     ini: Mapping[str, str | None],
     flag: Callable[[Option], str],
 ) -> tuple[str, Any]:
-    """Where the option's value comes from (a flag, a variable, an ini key or "default") and the raw value."""
+    """Where the option's value comes from (a flag, a variable, an ini key or "default") and the raw value. An empty
+    variable or ini key counts as unset; an empty value typed on the command line is a value, checked as any other."""
     given = [
         (where, raw)
-        for where, raw in (
-            (flag(option), cli.get(option.name)),
-            (option.env, env.get(option.env) if option.env else None),
-            (option.ini, ini.get(option.name)),
+        for where, raw, unset in (
+            (flag(option), cli.get(option.name), (None, [])),
+            (option.env, env.get(option.env) if option.env else None, (None, "")),
+            (option.ini, ini.get(option.name), (None, "")),
         )
-        if raw not in (None, "", [])
+        if raw not in unset
     ]
     return given[0] if given else ("default", option.default())
 

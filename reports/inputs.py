@@ -74,6 +74,8 @@ RUN_FIELDS: dict[str, type | tuple[type, ...]] = {
     "jetcheck_version": str,
     "started_at": str,
     "finished_at": str,
+    "collected": int,  # the verdict compares it with the results' count
+    "stopped_reason": str,
 }
 LOAD_FIELDS: dict[str, type | tuple[type, ...]] = {
     "run_id": str,

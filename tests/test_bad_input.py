@@ -78,6 +78,15 @@ def test_a_results_line_missing_fields_names_them(capsys, tmp_path, certify_fold
     assert line.startswith(f"{certify_folder / RESULTS_FILE}:1: not a check result: missing field(s) area, title")
 
 
+def test_a_run_json_whose_collected_count_is_not_a_number_is_one_line(capsys, tmp_path, certify_folder):
+    """run.json's `collected` (which the verdict compares with the results) must be a whole number; a list there is
+    one line naming the file and field, not a TypeError from the verdict."""
+    (certify_folder / RUN_FILE).write_text(json.dumps({"server": {"version": "2.15.1"}, "collected": []}))
+    (certify_folder / RESULTS_FILE).write_text(a_result().to_json() + "\n")
+    line = bad_input_line(capsys, "report", "--in", str(certify_folder), "--out", str(tmp_path / "report"))
+    assert line.startswith(f"{certify_folder / RUN_FILE}: field collected is list, not int")
+
+
 def test_a_tls_ca_that_is_not_a_certificate_is_one_line(capsys, tmp_path):
     """--tls-ca naming a file that holds no certificate is refused naming the file (was an ssl traceback)."""
     garbage = tmp_path / "ca.pem"
