@@ -373,8 +373,14 @@ TABLE: tuple[Option, ...] = (
         "or nats://host:port",
         lambda: "local",
         _server,
-        commands=(*TARGET, LOCUST),
+        commands=(*TARGET, LOCUST, "matrix"),
         variants={
+            "matrix": {
+                "help": "where each version runs: local (the embedded release; Debian's 2.9.10 as the system's "
+                "server) or container (the embedded release in a container)",
+                "choices": lambda: ["local", "container"],
+                "variable": None,  # a JETCHECK_SERVER set for certify (a URL) is not a matrix's
+            },
             # jetcheck load starts the server and hands Locust its URL, credentials included, in this variable
             LOCUST: {
                 "help": "nats:// URL of the target",
