@@ -193,16 +193,17 @@ def markexpr(areas: tuple[str, ...]) -> str:
     return " or ".join(areas)
 
 
-def assert_breaks_exactly(server_url: str, out: Path, case: Proof) -> None:
+def assert_breaks_exactly(server_url: str, out: Path, case: Proof, also_failing: Iterable[str] = ()) -> None:
     """Certify `case.areas` through `case.breakers` in front of `server_url`: exactly the declared checks fail
-    (every check of `case.breaks` but the spared ones), every other check passes or is na, and certify's exit
-    status says whether a MUST check failed."""
+    (every check of `case.breaks` but the spared ones, and the checks `also_failing` names: those the client fails
+    with no breaker), every other check passes or is na, and certify's exit status says whether a MUST check
+    failed."""
     with broken_proxy(server_url, case.breakers) as url:
         status, results = certify(url, out, "-m", markexpr(case.areas), client=case.client)
     _, odd = outcome(results)
     assert results, "no checks ran"
     assert not odd, f"checks that neither passed, failed nor were na: {odd}"
-    differences = check_differences(results, declared_failures(case))
+    differences = check_differences(results, declared_failures(case) | set(also_failing))
     assert not differences, f"{case.id}: {differences}"
     must_failed = any(r.status == "fail" and r.level == "MUST" for r in results)
     assert status == (1 if must_failed else 0)
