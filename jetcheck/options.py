@@ -897,6 +897,25 @@ def cli_flag(option: Option) -> str:
     return option.cli_flag
 
 
+def add_command(
+    subparsers: argparse._SubParsersAction,
+    name: str,
+    *,
+    run: Callable[[argparse.Namespace], int],
+    validate: Callable[[argparse.Namespace], Any],
+    passthrough: bool = False,
+    **parser_options: Any,
+) -> argparse.ArgumentParser:
+    """The parser of command `name`: its options from the table, with `passthrough` the arguments after -- (for
+    pytest); `validate` checks the parsed options before anything starts, `run` runs the command."""
+    parser = subparsers.add_parser(name, **parser_options)
+    add_arguments(parser, name)
+    if passthrough:
+        parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then extra pytest arguments")
+    parser.set_defaults(func=run, validate=validate)
+    return parser
+
+
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     """`command`'s flags, from the table. argparse keeps each given value's text (None when not given);
     `resolve_arguments` then gives every option its value, from the flag, its variable or its default."""

@@ -26,7 +26,7 @@ from jetcheck.fixtures.target import Credentials
 from jetcheck.options import (
     CREDENTIAL_OPTIONS,
     Config,
-    add_arguments,
+    add_command,
     cli_flag,
     credential_environment,
     resolve,
@@ -293,13 +293,14 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    run = subparsers.add_parser(
+    add_command(
+        subparsers,
         "run",
+        run=run_command,
+        validate=validate_run,
         help="certify the embedded server (or --server), run a short load, write the report",
         description="Certify against the embedded nats-server (or --server with its credentials), run a ~20 s "
         "publish+consume load, and write the report into one run folder; prints the path of its index.html and "
         "the verdict. Exit 0 once the report is written, 3 when a step (or certify's results) did not complete; "
         "with --strict, 1 when a MUST check failed.",
     )
-    add_arguments(run, "run")
-    run.set_defaults(func=run_command, validate=validate_run)

@@ -31,7 +31,7 @@ from jetcheck.options import (
     CREDENTIAL_OPTIONS,
     CREDENTIAL_VARIABLES,
     MAX_DEFAULT_PROCESSES,
-    add_arguments,
+    add_command,
     credential_environment,
     is_managed,
 )
@@ -48,14 +48,15 @@ LOCUST_STOP_S = 30.0  # past the deadline, for Locust to write what it has
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser(
+    add_command(
+        subparsers,
         "load",
+        run=run,
+        validate=_validate,
         help="run a JetStream load scenario with Locust",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_arguments(parser, "load")
-    parser.set_defaults(func=run, validate=_validate)
 
 
 def _validate(args) -> float:

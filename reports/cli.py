@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from jetcheck.errors import ConfigError
-from jetcheck.options import add_arguments
+from jetcheck.options import add_command
 from jetcheck.reports import inputs
 
 
@@ -62,12 +62,13 @@ def report_command(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    report = subparsers.add_parser(
+    add_command(
+        subparsers,
         "report",
+        run=report_command,
+        validate=validate_report,
         help="turn certify and load results into index.html, summary.md and tables",
         description="Aggregate one or more run, certify or load folders (PySpark) into a self-contained "
         "index.html, summary.md and tables/*.csv|parquet. Several --in give a compatibility matrix. "
         "Exit 1 when --baseline finds a regression.",
     )
-    add_arguments(report, "report")
-    report.set_defaults(func=report_command, validate=validate_report)

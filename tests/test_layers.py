@@ -11,15 +11,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-# pyproject's package-dir: the installed package name of each source folder
-PACKAGES = {
-    "jetcheck": "jetcheck",
-    "fixtures": "jetcheck.fixtures",
-    "conformance": "jetcheck.conformance",
-    "load": "jetcheck.load",
-    "reports": "jetcheck.reports",
-}
+from .source_tree import PACKAGES, ROOT
+
 LOWER = tuple(name for name in PACKAGES.values() if name != "jetcheck")
 SHARED_LEAVES = {
     "jetcheck",  # the package itself: its __init__ holds only the version

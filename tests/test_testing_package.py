@@ -16,15 +16,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-# directory -> the package it installs as (pyproject's package-dir)
-PACKAGES = {
-    "jetcheck": "jetcheck",
-    "fixtures": "jetcheck.fixtures",
-    "conformance": "jetcheck.conformance",
-    "load": "jetcheck.load",
-    "reports": "jetcheck.reports",
-}
+from .source_tree import PACKAGES, ROOT
+
 TESTING = "jetcheck.testing"
 # The one place a product module may touch nats-py's internals, and why. nats-py writes CONNECT (credentials
 # included) in plain text whenever the server's INFO lacks tls_required (nats/aio/client.py

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from jetcheck.fixtures.binaries import binary_version
 from jetcheck.versions import InvalidVersion, Version, parse_version, version_sort_key
 
-ROOT = Path(__file__).resolve().parents[1]
-PRODUCT = ("jetcheck", "fixtures", "conformance", "load", "reports")
+from .source_tree import ROOT, matches_outside
+
 THE_ONE_PLACE = ROOT / "jetcheck" / "versions.py"
 # What comparing versions by hand looks like: numbers split out of a version, or a tuple of numbers to compare with.
 BY_HAND = {
@@ -56,17 +55,7 @@ class TestParseVersion:
 
 def test_no_module_compares_versions_by_hand():
     """Every version comparison in the product goes through jetcheck.versions (packaging)."""
-    found = []
-    for package in PRODUCT:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            if path == THE_ONE_PLACE:
-                continue
-            text = path.read_text(encoding="utf-8")
-            for what, pattern in BY_HAND.items():
-                for match in pattern.finditer(text):
-                    line = text.count("\n", 0, match.start()) + 1
-                    found.append(f"{path.relative_to(ROOT)}:{line}: {what}")
-    assert found == []
+    assert matches_outside(THE_ONE_PLACE, BY_HAND) == []
 
 
 @pytest.mark.parametrize(("says", "version"), [("v2.9.10", "2.9.10"), ("v2.12.0-RC.1", "2.12.0-RC.1")])
