@@ -106,6 +106,25 @@ class Breaks:
     spared: Mapping[str, str] = field(default_factory=dict, compare=False)
 
 
+@dataclass(frozen=True)
+class ClientRow:
+    """A client proof row: `client` certified through the wire `breakers` ("" for none), or as `client+variant`
+    (its own misbehaviour, no proxy); neither is the client's reference run."""
+
+    client: str
+    breakers: str = ""
+    variant: str = ""
+
+    @property
+    def id(self) -> str:
+        return f"{self.client}:{self.breakers or self.variant or 'reference'}"
+
+    @property
+    def spelling(self) -> str:
+        """The --client value."""
+        return f"{self.client}+{self.variant}" if self.variant else self.client
+
+
 def proof(
     breakers: str, areas: str, breaks: set[str], client: str = "nats-py", spared: Mapping[str, str] | None = None
 ) -> Proof:

@@ -31,7 +31,7 @@ from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.records import CheckResult
 from jetcheck.testing import CLIENT_VARIANTS
 
-from .proofs import Breaks, certify_run, declared_failures
+from .proofs import Breaks, ClientRow, certify_run, declared_failures
 
 SERVER_VERSION = os.environ.get("JETCHECK_SERVER_VERSION", DEFAULT_VERSION)
 CERTIFY_TIMEOUT_S = 300
@@ -123,15 +123,8 @@ VARIANTS = {client: variants_of(client) for client in CLIENTS}
 
 
 @dataclass(frozen=True)
-class ClientProof:
+class ClientProof(ClientRow):
     """Certifying `client`'s adapter rules with `variant` ("" for its reference run) breaks the table's rules."""
-
-    client: str
-    variant: str = ""
-
-    @property
-    def id(self) -> str:
-        return f"{self.client}:{self.variant or 'reference'}"
 
     @property
     def spelling(self) -> str:
@@ -159,7 +152,7 @@ class ClientProof:
         return f"client and ({' or '.join(touched)})" if self.variant else AREAS
 
 
-PROOFS = [ClientProof(client, variant) for client in REFERENCE for variant in ("", *VARIANTS[client])]
+PROOFS = [ClientProof(client, variant=variant) for client in REFERENCE for variant in ("", *VARIANTS[client])]
 
 
 @functools.cache

@@ -20,7 +20,7 @@ import pytest
 from jetcheck.conformance.catalog import load_catalog
 from jetcheck.records import CheckResult
 
-from .proofs import Breaks, broken_proxy, certify_run, declared_failures
+from .proofs import Breaks, ClientRow, broken_proxy, certify_run, declared_failures
 from .test_proofs_client import check_name, missing_toolchain
 
 CLIENTS = ("nats-py", "nats.js", "nats.go")
@@ -90,20 +90,7 @@ VARIANT_BREAKS = {
 
 
 @dataclass(frozen=True)
-class KvProof:
-    client: str
-    breakers: str = ""  # "" for the client's reference run (or a variant's)
-    variant: str = ""  # a misbehave mode of the client itself, certified without a proxy
-
-    @property
-    def id(self) -> str:
-        return f"{self.client}:{self.breakers or self.variant or 'reference'}"
-
-    @property
-    def spelling(self) -> str:
-        """The --client value."""
-        return f"{self.client}+{self.variant}" if self.variant else self.client
-
+class KvProof(ClientRow):
     @property
     def row(self) -> Breaks:
         if self.variant:

@@ -17,7 +17,7 @@ import pytest
 
 from jetcheck.records import CheckResult
 
-from .proofs import broken_proxy, certify_run, check_differences, declared_failures, outcome
+from .proofs import ClientRow, broken_proxy, certify_run, check_differences, declared_failures, outcome
 from .test_proofs_client import NOT_APPLICABLE, missing_toolchain
 
 # The checks of the object store client rules (all of them go through the adapter's object store).
@@ -83,20 +83,7 @@ VARIANT_BREAKS = {
 
 
 @dataclass(frozen=True)
-class ObjectStoreProof:
-    client: str
-    breakers: str
-    variant: str = ""  # a misbehave mode of the client itself, certified without a proxy
-
-    @property
-    def id(self) -> str:
-        return f"{self.client}:{self.breakers or self.variant or 'reference'}"
-
-    @property
-    def spelling(self) -> str:
-        """The --client value."""
-        return f"{self.client}+{self.variant}" if self.variant else self.client
-
+class ObjectStoreProof(ClientRow):
     @property
     def breaks(self) -> frozenset[str]:
         """Rule ids this row breaks (read by the proof gate), less what is na for the client."""
