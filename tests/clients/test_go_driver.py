@@ -25,6 +25,7 @@ from nats.js.errors import NotFoundError
 from jetcheck.fixtures.proxy import NatsProxy
 
 from ..conftest import VENDOR_PASSWORD
+from .watch_records import WATCH_DEFAULTS, watched
 
 DRIVER_DIR = Path(__file__).resolve().parents[2] / "conformance" / "clients" / "drivers" / "go"
 GO = shutil.which("go") or next((p for p in ["/usr/local/go/bin/go"] if Path(p).exists()), None)
@@ -475,24 +476,7 @@ async def put(driver: Driver, bucket: str, key: str, value: str) -> int:
 
 
 async def kv_watch(driver: Driver, bucket: str, sub: str = "w", **options) -> dict:
-    defaults = {"keys": [">"], "include_history": False, "updates_only": False, "ignore_deletes": False,
-                "meta_only": False}  # fmt: skip
-    return await driver.ok("kv_watch", session="s", bucket=bucket, sub=sub, **defaults | options)
-
-
-def watched(driver: Driver, sub: str = "w") -> list:
-    """(key, value, operation) of each KV entry (name, deleted of each object info) streamed for `sub`; None for
-    the null end-of-initial-data record."""
-    seen = []
-    for r in driver.records:
-        if r["type"] == "watch" and r["sub"] == sub:
-            if (item := r["entry"] if "entry" in r else r["info"]) is None:
-                seen.append(None)
-            elif "key" in item:
-                seen.append((item["key"], base64.b64decode(item["value_b64"]).decode(), item["operation"]))
-            else:
-                seen.append((item["name"], item.get("deleted", False)))
-    return seen
+    return await driver.ok("kv_watch", session="s", bucket=bucket, sub=sub, **WATCH_DEFAULTS | options)
 
 
 @pytest.mark.asyncio

@@ -21,6 +21,8 @@ from nats.js.errors import NotFoundError
 
 from jetcheck.fixtures.proxy import NatsProxy
 
+from .watch_records import WATCH_DEFAULTS, watched
+
 DRIVER_DIR = Path(__file__).resolve().parents[2] / "conformance" / "clients" / "drivers" / "js"
 V1_OPS = {"hello", "connect", "close", "ordered", "push", "consume", "fetch", "stop", "misbehave", "shutdown"}
 KV_OPS = {"kv_create", "kv_put", "kv_create_key", "kv_update", "kv_get", "kv_delete", "kv_purge", "kv_keys"}
@@ -368,24 +370,7 @@ async def put(driver: Driver, bucket: str, key: str, value: str) -> int:
 
 
 def kv_watch_request(bucket: str, sub: str = "w", **options) -> dict:
-    defaults = {"keys": [">"], "include_history": False, "updates_only": False, "ignore_deletes": False,
-                "meta_only": False}  # fmt: skip
-    return {"session": "s1", "bucket": bucket, "sub": sub, **defaults | options}
-
-
-def watched(driver: Driver, sub: str = "w") -> list:
-    """(key, value, operation) of each KV entry (name, deleted of each object info) streamed for `sub`; None for
-    the null end-of-initial-data record."""
-    seen = []
-    for r in driver.records:
-        if r["type"] == "watch" and r["sub"] == sub:
-            if (item := r["entry"] if "entry" in r else r["info"]) is None:
-                seen.append(None)
-            elif "key" in item:
-                seen.append((item["key"], base64.b64decode(item["value_b64"]).decode(), item["operation"]))
-            else:
-                seen.append((item["name"], item.get("deleted", False)))
-    return seen
+    return {"session": "s1", "bucket": bucket, "sub": sub, **WATCH_DEFAULTS | options}
 
 
 @pytest.mark.asyncio
