@@ -1,0 +1,42 @@
+"""The fixture factories work in a user's own pytest run (pytester: a separate conftest.py and test file)."""
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+INI = """
+[pytest]
+asyncio_mode = auto
+asyncio_default_fixture_loop_scope = function
+"""
+
+CONFTEST = """
+from jetcheck.fixtures.factories import jetcheck_noproc, jetcheck_proc
+nats_server = jetcheck_proc()
+"""
+
+TEST = """
+import nats
+
+async def test_proc_serves_jetstream(nats_server):
+    nc = await nats.connect(nats_server.url)
+    try:
+        info = await nc.jetstream().account_info()
+        assert info.limits is not None
+    finally:
+        await nc.close()
+    assert nats_server.url.startswith("nats://127.0.0.1:")
+
+def test_restart_keeps_url(nats_server):
+    before = nats_server.url
+    nats_server.restart()
+    assert nats_server.url == before
+"""
+
+
+def test_proc_factory_in_a_users_run(pytester: pytest.Pytester) -> None:
+    pytester.makeini(INI)
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(TEST)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
