@@ -40,3 +40,28 @@ def test_proc_factory_in_a_users_run(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(TEST)
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
+
+
+UNRELATED = """
+def test_unrelated():
+    assert 1 + 1 == 2
+"""
+
+
+@pytest.mark.parametrize("bad", [("JETCHECK_SERVER", "bogus"), ("JETCHECK_CHECK_TIMEOUT", "abc")])
+def test_bad_env_leaves_an_unrelated_run_alone(pytester: pytest.Pytester, monkeypatch, bad) -> None:
+    monkeypatch.setenv(*bad)
+    pytester.makepyfile(UNRELATED)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert result.ret == 0
+
+
+def test_bad_env_is_one_clear_error_when_a_factory_is_used(pytester: pytest.Pytester, monkeypatch) -> None:
+    monkeypatch.setenv("JETCHECK_CHECK_TIMEOUT", "abc")
+    pytester.makeini(INI)
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(TEST)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(["*jetcheck: *JETCHECK_CHECK_TIMEOUT*abc*"])
