@@ -1,6 +1,12 @@
 """The fixture factories work in a user's own pytest run (pytester: a separate conftest.py and test file)."""
 
+import re
+from pathlib import Path
+
 import pytest
+
+from jetcheck.fixtures.binaries import DEFAULT_VERSION, wheel_binary
+from jetcheck.fixtures.providers import ManagedServerProvider
 
 pytest_plugins = ["pytester"]
 
@@ -65,3 +71,28 @@ def test_bad_env_is_one_clear_error_when_a_factory_is_used(pytester: pytest.Pyte
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
     result.assert_outcomes(errors=2)
     result.stdout.fnmatch_lines(["*jetcheck: *JETCHECK_CHECK_TIMEOUT*abc*"])
+
+
+def _readme_example() -> tuple[str, str]:
+    """The conftest.py and test file of README's "Fixtures for your own tests", exactly as printed."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Fixtures for your own tests", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    conftest, test = blocks
+    assert conftest.startswith("# conftest.py") and test.startswith("# test_my_app.py")
+    return conftest, test
+
+
+def test_readme_example_runs_for_real(pytester: pytest.Pytester, monkeypatch, tmp_path) -> None:
+    existing = ManagedServerProvider("local", wheel_binary(DEFAULT_VERSION), tmp_path / "existing")
+    target = existing.start()
+    try:
+        monkeypatch.setenv("NATS_URL", target.url)
+        conftest, test = _readme_example()
+        pytester.makeini(INI)
+        pytester.makeconftest(conftest)
+        pytester.makepyfile(test_my_app=test)
+        result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+        result.assert_outcomes(passed=4)
+    finally:
+        existing.stop()
