@@ -191,9 +191,13 @@ OBSERVED = pytest.StashKey[dict]()
 LOG_OFFSET = pytest.StashKey[int]()
 REPORTS = pytest.StashKey[dict]()
 PROGRESS = pytest.StashKey[Progress]()
+# a bad JETCHECK_* setting, kept until jetcheck's fixtures or checks are used: someone else's run stays unharmed
+CONFIG_ERROR = pytest.StashKey[str]()
 
 
 def _state(config: pytest.Config) -> RunState:
+    if STATE not in config.stash:
+        raise pytest.UsageError(config.stash[CONFIG_ERROR])
     return config.stash[STATE]
 
 
@@ -225,7 +229,8 @@ def pytest_configure(config: pytest.Config) -> None:
         )
         adapter_for(resolved.client)
     except ConfigError as exc:
-        raise pytest.UsageError(f"jetcheck: {exc}") from None
+        config.stash[CONFIG_ERROR] = f"jetcheck: {exc}"
+        return
     config.stash[STATE] = RunState(
         config=resolved,
         catalog=catalog,
@@ -246,6 +251,8 @@ def _hypothesis_settings(config: pytest.Config) -> settings:
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    if STATE not in config.stash and not any(_is_check(item) or item.get_closest_marker("rule") for item in items):
+        return
     state = _state(config)
     unknown = []
     for item in items:
