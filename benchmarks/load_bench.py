@@ -121,34 +121,21 @@ def jetcheck_rate(url: str, monitor: str, scenario: str, op: str, extra: list[st
         shutil.rmtree(out, ignore_errors=True)
 
 
-def nats_bench(nats: str, url: str, msgs: int) -> float | None:
+def nats_bench(nats: str, url: str, msgs: int, fetch: bool = False) -> float | None:
+    """msgs/s of `nats bench js pub async` (128 B, R1 file stream, INFLIGHT per batch) into a new stream; with
+    `fetch`, of `nats bench js fetch` (a durable pull consumer, batches of 500, explicit acks) over what it stored."""
     stream = "BENCH_NATSCLI_" + secrets.token_hex(3)
-    cmd = [
-        nats,
-        "bench",
-        "js",
-        "pub",
-        "async",
-        stream.lower() + ".x",
-        "-s",
-        url,
-        "--msgs",
-        str(msgs),
-        "--size",
-        "128",
-        "--clients",
-        "1",
-        "--stream",
-        stream,
-        "--create",
-        "--storage",
-        "file",
-        "--no-progress",
-        "--batch",
-        str(INFLIGHT),
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    subprocess.run([nats, "-s", url, "stream", "rm", "-f", stream], capture_output=True, timeout=60)
+    subject = stream.lower() + ".x"
+    common = ["-s", url, "--msgs", str(msgs), "--clients", "1", "--stream", stream, "--no-progress"]
+    publish = [nats, "bench", "js", "pub", "async", subject, *common, "--size", "128", "--create"]
+    publish += ["--storage", "file", "--batch", str(INFLIGHT)]
+    try:
+        proc = subprocess.run(publish, capture_output=True, text=True, timeout=300)
+        if fetch and proc.returncode == 0:
+            consume = [nats, "bench", "js", "fetch", *common, "--batch", "500", "--acks", "explicit"]
+            proc = subprocess.run(consume, capture_output=True, text=True, timeout=300)
+    finally:
+        subprocess.run([nats, "-s", url, "stream", "rm", "-f", stream], capture_output=True, timeout=60)
     match = re.search(r"stats:\s+([\d,]+) msgs/sec", proc.stdout + proc.stderr)
     if not match:
         print("  nats bench output:", (proc.stdout + proc.stderr)[-500:])

@@ -13,6 +13,7 @@ from jetcheck.records import LEVELS, SUBJECTS
 CATALOG_DIR = Path(__file__).with_name("catalog")
 _ID = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9][a-z0-9.-]*$")
 _VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+CHECKED_BY = ("", "durability")  # a certify check, or the command that judges the rule instead
 
 
 class CatalogError(ValueError):
@@ -29,6 +30,9 @@ class Rule:
     since: str  # first server version that has the rule
     varies: str = ""  # how the behaviour differs between server versions, when it does
     subject: str = "server"  # server: the server alone decides; client: the client under test takes part
+    # "" for a rule a certify check (pytest) tests; else the jetcheck command that judges it ("durability": from a
+    # recorded history under faults), which has no certify check and no proof row
+    checked_by: str = ""
 
 
 def parse_area(text: str, origin: str) -> list[Rule]:
@@ -58,6 +62,8 @@ def parse_area(text: str, origin: str) -> list[Rule]:
             raise CatalogError(f"{origin}: {rule.id}: since {rule.since!r} is not X.Y.Z")
         if rule.subject not in SUBJECTS:
             raise CatalogError(f"{origin}: {rule.id}: subject {rule.subject!r} is not one of {SUBJECTS}")
+        if rule.checked_by not in CHECKED_BY:
+            raise CatalogError(f"{origin}: {rule.id}: checked_by {rule.checked_by!r} is not one of {CHECKED_BY}")
         if not rule.statement.strip() or not rule.source.strip():
             raise CatalogError(f"{origin}: {rule.id}: statement and source are required")
         rules.append(rule)
@@ -75,3 +81,13 @@ def load_catalog(directory: Path | None = None) -> dict[str, Rule]:
                 raise CatalogError(f"{path.name}: duplicate rule id {rule.id}")
             catalog[rule.id] = rule
     return catalog
+
+
+def certify_rules(directory: Path | None = None) -> dict[str, Rule]:
+    """The rules certify's checks test (each has a check and a proof row); the others are judged by the command
+    their `checked_by` names."""
+    return {rule_id: rule for rule_id, rule in load_catalog(directory).items() if not rule.checked_by}
+
+
+def rules_checked_by(command: str, directory: Path | None = None) -> dict[str, Rule]:
+    return {rule_id: rule for rule_id, rule in load_catalog(directory).items() if rule.checked_by == command}

@@ -1,5 +1,10 @@
 """jetcheck's pytest plugin (entry point pytest11): options, target, gating, prefixes, cleanup, results.
 
+The server under test comes from fixtures, as in anyone's suite: `jetcheck_server_under_test` (by default the
+server jetcheck's options name, fixtures.factories.jetcheck_server; a conftest.py may replace it), probed and
+anchored by `jetcheck_run_target`, and around each check `jetcheck_check` (na, log offset, per-check cleanup). Hooks
+only record: results, run.json, the progress line, the end of a run whose target stopped answering.
+
 It stays inert for tests that carry no `rule` marker, so an installed jetcheck does not disturb other suites.
 """
 
@@ -17,6 +22,7 @@ import signal
 import socket
 import ssl
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +38,7 @@ from jetcheck.errors import ConfigError
 from jetcheck.fixtures.children import interrupt_on_sigterm
 from jetcheck.fixtures.cleanup import RunLedger, claim_prefix, create_anchor, delete_created_streams, run_marker
 from jetcheck.fixtures.errors import TargetError
-from jetcheck.fixtures.providers import ServerProvider, provider_for
+from jetcheck.fixtures.factories import Server, jetcheck_server
 from jetcheck.fixtures.proxy import NatsProxy
 from jetcheck.fixtures.target import ServerInfo, Target, probe
 from jetcheck.options import OPTIONS, Config, add_pytest_options, resolve
@@ -86,26 +92,28 @@ def _client_info(config: Config) -> dict[str, str]:
 NOT_PORTED = NOT_RUN_PREFIX + "this check drives nats-py directly; not yet ported to the client adapter"
 
 
-def _not_ported(rule: Rule, item: pytest.Item, state: RunState) -> bool:
+def _not_ported(rule: Rule, item: pytest.Item, run: RunRecord) -> bool:
     """A client rule whose check talks to nats-py itself cannot judge another client: its result would carry a
     client that never ran it."""
-    chosen = state.config.client.partition("+")[0].partition("@")[0]
+    chosen = run.config.client.partition("+")[0].partition("@")[0]
     return rule.subject == "client" and chosen != "nats-py" and "client" not in getattr(item, "fixturenames", ())
 
 
-# --- run state ---------------------------------------------------------------------------------------------------
+# --- what the run records ---------------------------------------------------------------------------------------
 
 
 @dataclass
-class RunState:
+class RunRecord:
+    """What the hooks record about the run (results, run.json). The fixtures below set `target` and `server` once
+    the server under test answers; nothing here starts or stops a server."""
+
     config: Config
     catalog: dict[str, Rule]
     run_id: str
     started_at: str
-    provider: ServerProvider | None = None
-    target: Target | None = None
+    target: Target | None = None  # the server under test, from its probe until the run's final cleanup
     server: ServerInfo | None = None
-    failure: str = ""  # why the target could not be reached, once it failed
+    failure: str = ""  # why the target could not be started or reached, once it failed
     stopped_reason: str = ""  # why the run stopped before its last check (the target died), "" when it did not
     collected: int | None = None  # checks collected (after deselection), once collection finished
     results: list[CheckResult] = field(default_factory=list)
@@ -124,42 +132,21 @@ class RunState:
     def secrets(self) -> list[str]:
         return [self.config.password, self.config.token]
 
-    def ensure_target(self) -> Target:
-        """Start or reach the target once per run and probe it."""
-        if self.target is not None:
-            return self.target
-        if self.failure:
-            pytest.exit(f"jetcheck: {self.failure}", returncode=3)
-        cfg = self.config
-        try:
-            self.provider = provider_for(
-                cfg.server, cfg.server_version, cfg.credentials(), Path(cfg.server_cache) if cfg.server_cache else None
-            )
-            target = self.provider.start()
-            self.server = asyncio.run(_probe_and_anchor(target, cfg.run_prefix, self.run_id, cfg.clean_previous))
-        except TargetError as exc:
-            self.failure = redact_text(str(exc), self.secrets)
-            self.stop()
-            pytest.exit(f"jetcheck: {self.failure}", returncode=3)
-        self.target = target
-        return target
-
     def cleanup(self, keep_anchor: bool = True) -> None:
         if self.target is None:
             return
         problems = asyncio.run(_cleanup(self.target, self.ledger, keep_anchor))
         self.cleanup_problems.extend(problems)
 
-    def stop(self) -> None:
-        if self.target is not None and self.stopped_reason:
+    def release_target(self) -> None:
+        """The run's end: delete its streams and anchor (not on a target that stopped answering)."""
+        if self.target is None:
+            return
+        if self.stopped_reason:
             self.cleanup_problems.append("no cleanup: the target stopped answering")
-            self.target = None
-        if self.target is not None and not self.failure:
+        else:
             self.cleanup(keep_anchor=False)
-            self.target = None
-        if self.provider is not None:
-            self.provider.stop()
-            self.provider = None
+        self.target = None
 
 
 async def _probe_and_anchor(target: Target, prefix: str, run_id: str, clean_previous: bool) -> ServerInfo:
@@ -184,21 +171,24 @@ async def _cleanup(target: Target, ledger: RunLedger, keep_anchor: bool) -> list
         await nc.close()
 
 
-STATE = pytest.StashKey[RunState]()
+RUN = pytest.StashKey[RunRecord]()
 RULE = pytest.StashKey[Rule]()
 NA_REASON = pytest.StashKey[str]()
 OBSERVED = pytest.StashKey[dict]()
 LOG_OFFSET = pytest.StashKey[int]()
+SERVER_LOG = pytest.StashKey[str]()  # the server's log while the check ran, read before the server may stop
+# the seconds the check's teardown spent asking whether the target still answers: the run's time, not the check's
+PROBED = pytest.StashKey[float]()
 REPORTS = pytest.StashKey[dict]()
 PROGRESS = pytest.StashKey[Progress]()
 # a bad JETCHECK_* setting, kept until jetcheck's fixtures or checks are used: someone else's run stays unharmed
 CONFIG_ERROR = pytest.StashKey[str]()
 
 
-def _state(config: pytest.Config) -> RunState:
-    if STATE not in config.stash:
+def _run(config: pytest.Config) -> RunRecord:
+    if RUN not in config.stash:
         raise pytest.UsageError(config.stash[CONFIG_ERROR])
-    return config.stash[STATE]
+    return config.stash[RUN]
 
 
 # --- options and configuration -----------------------------------------------------------------------------------
@@ -231,7 +221,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except ConfigError as exc:
         config.stash[CONFIG_ERROR] = f"jetcheck: {exc}"
         return
-    config.stash[STATE] = RunState(
+    config.stash[RUN] = RunRecord(
         config=resolved,
         catalog=catalog,
         run_id=f"{resolved.run_prefix}-{int(time.time())}",
@@ -244,16 +234,16 @@ def _now() -> str:
 
 
 def _hypothesis_settings(config: pytest.Config) -> settings:
-    return settings.get_profile("jetcheck-" + _state(config).config.profile)
+    return settings.get_profile("jetcheck-" + _run(config).config.profile)
 
 
 # --- collection: every check names a catalog rule ----------------------------------------------------------------
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    if STATE not in config.stash and not any(_is_check(item) or item.get_closest_marker("rule") for item in items):
+    if RUN not in config.stash and not any(_is_check(item) or item.get_closest_marker("rule") for item in items):
         return
-    state = _state(config)
+    run = _run(config)
     unknown = []
     for item in items:
         marker = item.get_closest_marker("rule")
@@ -261,7 +251,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             if _is_check(item):
                 unknown.append(f"{item.nodeid}: no @pytest.mark.rule(...)")
             continue
-        rule = state.catalog.get(marker.args[0] if marker.args else "")
+        rule = run.catalog.get(marker.args[0] if marker.args else "")
         if rule is None:
             unknown.append(f"{item.nodeid}: rule {marker.args!r} is not in the catalog")
             continue
@@ -270,7 +260,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         item.add_marker(getattr(pytest.mark, rule.level.lower()))
         item.add_marker(getattr(pytest.mark, rule.subject))
         if item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(state.config.check_timeout))
+            item.add_marker(pytest.mark.timeout(run.config.check_timeout))
         item.user_properties.append(("rule", rule.id))
     if unknown:
         raise pytest.UsageError("jetcheck: checks without a catalog rule:\n  " + "\n  ".join(unknown))
@@ -284,13 +274,13 @@ def _is_check(item: pytest.Item) -> bool:
 def pytest_collection_finish(session: pytest.Session) -> None:
     if not any(RULE in item.stash for item in session.items):
         return
-    state = _state(session.config)
-    state.collected = sum(RULE in item.stash for item in session.items)
+    run = _run(session.config)
+    run.collected = sum(RULE in item.stash for item in session.items)
     # written now without finished_at, so a run that never reaches its end reads as unfinished (jetcheck.verdict)
-    _write_run(state)
+    _write_run(run)
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
-        shown = " ".join(f"{k}={v}" for k, v in _state(session.config).config.redacted().items() if v != "")
+        shown = " ".join(f"{k}={v}" for k, v in _run(session.config).config.redacted().items() if v != "")
         reporter.write_line(f"jetcheck: {shown}")
         if session.config.get_verbosity() <= 0:  # -v lists every check itself
             checks = [item for item in session.items if RULE in item.stash]
@@ -318,51 +308,27 @@ def _rule_id(report: pytest.TestReport) -> str:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> None:
     """SIGTERM ends a run of checks as Ctrl-C does (pytest turns only SIGINT into KeyboardInterrupt), so the session
-    finish still deletes the run's streams and stops a managed server. Kept until pytest unconfigures: a second
-    signal during that cleanup still leaves pytest_unconfigure to stop the server."""
+    finish still tears the fixtures down: the run's streams deleted, a managed server stopped. Kept until pytest
+    unconfigures: a second signal during that teardown still leaves the server to the factories' own last resort
+    (fixtures.factories stops what is left running when pytest unconfigures)."""
     if any(RULE in item.stash for item in session.items):
         previous = interrupt_on_sigterm()
         session.config.add_cleanup(lambda: signal.signal(signal.SIGTERM, previous))
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    rule = item.stash.get(RULE, None)
-    if rule is None:
-        return
-    state = _state(item.config)
-    target = state.ensure_target()
-    item.stash[OBSERVED] = {}
-    if target.process is not None:
-        item.stash[LOG_OFFSET] = target.process.log_offset()
-    reason = _na_reason(rule, item, state)
-    if reason:
-        item.stash[NA_REASON] = reason
-        na(reason)
-    if _not_ported(rule, item, state):
-        pytest.skip(NOT_PORTED)
-    state.cleanup()
-
-
-def _na_reason(rule: Rule, item: pytest.Item, state: RunState) -> str:
-    assert state.server is not None and state.target is not None
-    if parse_version(state.server.version) < parse_version(rule.since):
-        return f"{rule.id} needs nats-server >= {rule.since}; the target runs {state.server.version}"
+def _na_reason(rule: Rule, item: pytest.Item, run: RunRecord) -> str:
+    assert run.server is not None and run.target is not None
+    if parse_version(run.server.version) < parse_version(rule.since):
+        return f"{rule.id} needs nats-server >= {rule.since}; the target runs {run.server.version}"
     for marker in item.iter_markers("needs"):
         for need in marker.args:
             if need not in NEEDS:
                 raise pytest.UsageError(f"{item.nodeid}: unknown need {need!r}; known: {', '.join(NEEDS)}")
-            if need == "managed" and not state.target.managed:
+            if need == "managed" and not run.target.managed:
                 return NEEDS[need]
-            if need == "cluster" and not state.server.cluster:
+            if need == "cluster" and not run.server.cluster:
                 return NEEDS[need]
     return ""
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_runtest_teardown(item: pytest.Item) -> None:
-    if RULE in item.stash and NA_REASON not in item.stash:
-        _state(item.config).cleanup()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -507,20 +473,18 @@ def _is_literal(node: ast.expr) -> bool:
 
 
 def _record(item: pytest.Item, reports: dict) -> None:
-    state = _state(item.config)
+    run = _run(item.config)
     status, message, excinfo = _classify(item, reports)
     raw = _describe(excinfo)
     detail = "" if not raw or raw in message or raw.endswith(message) else raw
-    duration = sum(rep.duration for rep, _ in reports.values())
-    server_log = ""
-    if status in ("fail", "error") and state.target is not None and state.target.process is not None:
-        server_log = state.target.process.log_since(item.stash.get(LOG_OFFSET, 0))
-    _append_result(state, _result(item, state, status, message, duration, server_log, detail))
+    duration = sum(rep.duration for rep, _ in reports.values()) - item.stash.get(PROBED, 0.0)
+    server_log = item.stash.get(SERVER_LOG, "") if status in ("fail", "error") else ""
+    _append_result(run, _result(item, run, status, message, duration, server_log, detail))
 
 
 def _result(
     item: pytest.Item,
-    state: RunState,
+    run: RunRecord,
     status: str,
     message: str,
     duration: float = 0.0,
@@ -536,25 +500,25 @@ def _result(
         level=rule.level,
         source=rule.source,
         min_version=rule.since,
-        server_version=state.server.version if state.server else "",
-        client=_client_info(state.config),
+        server_version=run.server.version if run.server else "",
+        client=_client_info(run.config),
         duration_s=round(duration, 4),
-        message=redact_text(message, state.secrets),
+        message=redact_text(message, run.secrets),
         check=item.nodeid,
-        run_id=state.run_id,
+        run_id=run.run_id,
         observed=item.stash.get(OBSERVED, {}),
-        server_log=redact_text(server_log, state.secrets),
+        server_log=redact_text(server_log, run.secrets),
         subject=rule.subject,
-        detail=redact_text(detail, state.secrets),
+        detail=redact_text(detail, run.secrets),
     )
 
 
-def _append_result(state: RunState, result: CheckResult) -> None:
-    if not state.results:
-        state.out_dir.mkdir(parents=True, exist_ok=True)
-        (state.out_dir / RESULTS_FILE).write_text("")
-    state.results.append(result)
-    with open(state.out_dir / RESULTS_FILE, "a", encoding="utf-8") as fh:
+def _append_result(run: RunRecord, result: CheckResult) -> None:
+    if not run.results:
+        run.out_dir.mkdir(parents=True, exist_ok=True)
+        (run.out_dir / RESULTS_FILE).write_text("")
+    run.results.append(result)
+    with open(run.out_dir / RESULTS_FILE, "a", encoding="utf-8") as fh:
         fh.write(result.to_json() + "\n")
 
 
@@ -563,8 +527,9 @@ def _append_result(state: RunState, result: CheckResult) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
-    """After a check that did not pass, make sure the target still answers; if it does not, the remaining checks
-    would only pile up errors for minutes: record them as not run and end the session.
+    """After a check that did not pass, make sure the target still answered (jetcheck_check asks at the check's
+    teardown, before the last check's teardown stops the server); if it did not, the remaining checks would only
+    pile up errors for minutes: record them as not run and end the session.
 
     Checked after the check, so a check that restarts or kills a managed server on purpose has brought it back.
     The run's progress is shown around each check."""
@@ -573,14 +538,15 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
     if progress is not None and rule is not None:
         progress.start(rule.area, rule.id)
     outcome = yield
-    state = item.config.stash.get(STATE, None)
-    if state is None or rule is None or not state.results or state.results[-1].check != item.nodeid:
+    run = item.config.stash.get(RUN, None)
+    if run is None or rule is None or not run.results or run.results[-1].check != item.nodeid:
         return outcome
-    last = state.results[-1]
-    if last.status in ("fail", "error") and state.target is not None:
-        unreachable = _unreachable(state.target.url)
-        if unreachable:
-            _stop_run(item, state, f"the target stopped answering ({unreachable}) after check {last.id}")
+    last = run.results[-1]
+    if last.status in ("fail", "error"):
+        if PROBED not in item.stash and run.target is not None:  # only its teardown failed
+            _note_if_unreachable(run, last.id)
+        if run.stopped_reason:
+            _stop_run(item, run)
     if progress is not None:
         following = nextitem.stash.get(RULE, None) if nextitem is not None else None
         progress.finish(last, following.area if following is not None else None)
@@ -616,58 +582,58 @@ def _unreachable(url: str, bound_s: float = REACHABLE_BOUND_S) -> str:
         time.sleep(0.2)  # a bounded retry: the server may be restarting
 
 
-def _stop_run(item: pytest.Item, state: RunState, reason: str) -> None:
-    state.stopped_reason = reason
+def _note_if_unreachable(run: RunRecord, rule_id: str) -> None:
+    assert run.target is not None
+    unreachable = _unreachable(run.target.url)
+    if unreachable:
+        run.stopped_reason = f"the target stopped answering ({unreachable}) after check {rule_id}"
+
+
+def _stop_run(item: pytest.Item, run: RunRecord) -> None:
     items = item.session.items
     for later in items[items.index(item) + 1 :]:
         if RULE in later.stash:
-            _append_result(state, _result(later, state, "skip", NOT_RUN_PREFIX + reason))
-    pytest.exit(f"jetcheck: {reason}", returncode=TARGET_STOPPED_EXIT)
+            _append_result(run, _result(later, run, "skip", NOT_RUN_PREFIX + run.stopped_reason))
+    pytest.exit(f"jetcheck: {run.stopped_reason}", returncode=TARGET_STOPPED_EXIT)
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    state = session.config.stash.get(STATE, None)
-    if state is None:
-        return
-    shutdown_drivers()
-    state.stop()
-    if state.collected is None and not state.results:
-        return
-    _write_run(
-        state,
-        finished_at=_now(),
-        interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
-        stopped_reason=state.stopped_reason or state.failure,
-    )
+@pytest.hookimpl(wrapper=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int):
+    """run.json once pytest's own session finish has torn the fixtures down (an interrupted run's cleanup is in it)."""
+    try:
+        return (yield)
+    finally:
+        run = session.config.stash.get(RUN, None)
+        if run is not None and (run.collected is not None or run.results):
+            _write_run(
+                run,
+                finished_at=_now(),
+                interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
+                stopped_reason=run.stopped_reason or run.failure,
+            )
 
 
-def _write_run(state: RunState, **end: Any) -> None:
+def _write_run(run: RunRecord, **end: Any) -> None:
     """run.json: once when collection finished (no finished_at yet), again at the session's end."""
     counts: dict[str, int] = {}
-    for result in state.results:
+    for result in run.results:
         counts[result.status] = counts.get(result.status, 0) + 1
-    run = {
-        "run_id": state.run_id,
+    info = {
+        "run_id": run.run_id,
         "jetcheck_version": jetcheck.__version__,
-        "started_at": state.started_at,
-        "collected": state.collected,
-        "options": state.config.redacted(),
-        "server": state.server.as_dict() if state.server else {},
-        "target": "managed" if state.config.managed else "url",
-        "client": _client_info(state.config),
+        "started_at": run.started_at,
+        "collected": run.collected,
+        "options": run.config.redacted(),
+        "server": run.server.as_dict() if run.server else {},
+        "target": "managed" if run.config.managed else "url",
+        "client": _client_info(run.config),
         "python": platform.python_version(),
         "counts": counts,
-        "cleanup_problems": state.cleanup_problems,
+        "cleanup_problems": run.cleanup_problems,
         **end,
     }
-    state.out_dir.mkdir(parents=True, exist_ok=True)
-    (state.out_dir / RUN_FILE).write_text(json.dumps(run, indent=2, sort_keys=True) + "\n")
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    state = config.stash.get(STATE, None)
-    if state is not None:
-        state.stop()
+    run.out_dir.mkdir(parents=True, exist_ok=True)
+    (run.out_dir / RUN_FILE).write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")
 
 
 # --- fixtures for checks -----------------------------------------------------------------------------------------
@@ -703,26 +669,86 @@ class Names:
 
 @pytest.fixture(scope="session")
 def jetcheck_config(pytestconfig: pytest.Config) -> Config:
-    return _state(pytestconfig).config
+    return _run(pytestconfig).config
+
+
+# The server the checks run against: by default the one jetcheck's options name. A conftest.py may override it with
+# any fixture yielding a fixtures.factories.Server, e.g. `jetcheck_server_under_test = jetcheck_proc("2.12.8")`.
+jetcheck_server_under_test = jetcheck_server()
+
+
+@pytest.fixture(scope="session")
+def jetcheck_run_target(request: pytest.FixtureRequest) -> Iterator[Target]:
+    """The server under test as the checks reach it: probed once (JetStream usable, its version and cluster), this
+    run's prefix claimed and its anchor created; after the run, the streams it created are deleted. A server that
+    cannot be started or reached ends the run with one line and exit 3."""
+    run = _run(request.config)
+    cfg = run.config
+    try:
+        server: Server = request.getfixturevalue("jetcheck_server_under_test")
+        target = server.target
+        run.server = asyncio.run(_probe_and_anchor(target, cfg.run_prefix, run.run_id, cfg.clean_previous))
+    except TargetError as exc:
+        run.failure = redact_text(str(exc), run.secrets)
+        pytest.exit(f"jetcheck: {run.failure}", returncode=3)
+    run.target = target
+    try:
+        yield target
+    finally:
+        run.release_target()
+
+
+@pytest.fixture(autouse=True)
+def jetcheck_check(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Around each check (nothing for any other test): the server under test; `na` when the server is older than
+    the rule or the target lacks what the check needs; the server log's offset; before and after the check, the
+    deletion of what checks created. Its teardown reads the check's server log and, after a check that did not
+    pass, whether the target still answers, while the server still runs (the last check's teardown stops it)."""
+    item = request.node
+    rule = item.stash.get(RULE, None)
+    if rule is None:
+        yield
+        return
+    run = _run(item.config)
+    target: Target = request.getfixturevalue("jetcheck_run_target")
+    item.stash.setdefault(OBSERVED, {})  # the check's `observe` fixture records into the same dict
+    if target.process is not None:
+        item.stash[LOG_OFFSET] = target.process.log_offset()
+    reason = _na_reason(rule, item, run)
+    if reason:
+        item.stash[NA_REASON] = reason
+        na(reason)
+    if _not_ported(rule, item, run):
+        pytest.skip(NOT_PORTED)
+    run.cleanup()
+    yield
+    run.cleanup()
+    if target.process is not None:
+        item.stash[SERVER_LOG] = target.process.log_since(item.stash.get(LOG_OFFSET, 0))
+    status, _, _ = _classify(item, item.stash.get(REPORTS, {}))
+    if status in ("fail", "error"):
+        asked = time.monotonic()
+        _note_if_unreachable(run, rule.id)
+        item.stash[PROBED] = time.monotonic() - asked
 
 
 @pytest.fixture
-def target(request: pytest.FixtureRequest) -> Target:
+def target(jetcheck_run_target: Target) -> Target:
     """The server under test (started and probed once per run)."""
-    return _state(request.config).ensure_target()
+    return jetcheck_run_target
 
 
 @pytest.fixture
 def server_info(request: pytest.FixtureRequest, target: Target) -> ServerInfo:
-    state = _state(request.config)
-    assert state.server is not None
-    return state.server
+    run = _run(request.config)
+    assert run.server is not None
+    return run.server
 
 
 @pytest.fixture
 def names(request: pytest.FixtureRequest) -> Names:
-    state = _state(request.config)
-    return Names(state.config.run_prefix, state.names, state.ledger)
+    run = _run(request.config)
+    return Names(run.config.run_prefix, run.names, run.ledger)
 
 
 @pytest.fixture
@@ -756,8 +782,16 @@ async def js(nc):
     return nc.jetstream()
 
 
+@pytest.fixture(scope="session")
+def jetcheck_client_drivers(jetcheck_run_target: Target) -> Iterator[None]:
+    """The driven clients' driver processes, shared by the run's checks: shut down at the run's end, before the
+    target's cleanup and its server's stop."""
+    yield
+    shutdown_drivers()
+
+
 @pytest.fixture
-def client(jetcheck_config: Config):
+def client(jetcheck_config: Config, jetcheck_client_drivers: None):
     """The client under test (`--jetcheck-client`), as a conformance.clients adapter. A driven client's driver is
     built and started by the first check that asks (then shared by the run); a missing tool or a failed build ends
     the run with its one line and exit 2; a driver that died fails this check's setup with why."""

@@ -1,4 +1,5 @@
-"""The `jetcheck` command: certify, matrix, load, report, run; each command's options come from jetcheck.options."""
+"""The `jetcheck` command: certify, matrix, load, report, run, durability; each command's options come from
+jetcheck.options."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def one_line(message: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from jetcheck import run
+    from jetcheck import durability, run
     from jetcheck.conformance import certify, matrix
     from jetcheck.load import cli as load_cli
     from jetcheck.reports import cli as reports_cli
@@ -67,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     load_cli.register(subparsers)
     reports_cli.register(subparsers)
     run.register(subparsers)
+    durability.register(subparsers)
     return parser
 
 
@@ -81,7 +83,8 @@ def _guarded(work: Callable[[], int]) -> int:
         return 2
     except OSError as exc:  # a file or folder named in the input that cannot be read or written
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"jetcheck: {one_line(f'{where}{exc.strerror or exc}')}", file=sys.stderr)
+        # a bare TimeoutError says nothing of itself: its class name at least
+        print(f"jetcheck: {one_line(f'{where}{exc.strerror or exc or type(exc).__name__}')}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         if not os.environ.get(PARENT_SAYS_INTERRUPTED):  # a jetcheck parent (matrix) says it once for both

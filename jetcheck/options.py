@@ -17,10 +17,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from jetcheck.errors import ConfigError
 from jetcheck.fixtures.binaries import DEFAULT_VERSION
+from jetcheck.fixtures.cluster_faults import FAULT_KINDS, PROCESS_FAULTS
+from jetcheck.fixtures.described_cluster import PREFIX as CLUSTER_FILE
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.target import Credentials
 from jetcheck.redact import REDACTED, redact_url
@@ -28,6 +30,26 @@ from jetcheck.redact import REDACTED, redact_url
 MANAGED_SERVERS = ("local", "system", "cluster", "container")  # the --server values for servers the suite runs
 VERSIONED_SERVERS = ("local", "cluster", "container")  # the ones whose release --server-version picks
 CONTAINER_IMAGE = "container:"  # container:IMAGE runs the user's image, of the release it holds
+
+
+def _durability_server(value: str) -> str:
+    if value == "cluster" or (value.startswith(CLUSTER_FILE) and value.removeprefix(CLUSTER_FILE).strip()):
+        return value
+    raise ConfigError(f"durability's server must be 'cluster' or '{CLUSTER_FILE}PATH', not {value!r}")
+
+
+MAX_HOLD_S = 120.0
+
+
+def _hold_range(value: str) -> tuple[float, float]:
+    low, dash, high = value.partition("-")
+    try:
+        bounds = (float(low), float(high)) if dash else (float(low), float(low))
+    except ValueError:
+        bounds = (0.0, -1.0)
+    if not 0 < bounds[0] <= bounds[1] <= MAX_HOLD_S:
+        raise ConfigError(f"expected MIN-MAX seconds with 0 < MIN <= MAX <= {MAX_HOLD_S:g}, such as 1-4, not {value!r}")
+    return bounds
 
 
 def is_managed(server: str) -> bool:
@@ -42,19 +64,26 @@ def _server(value: str) -> str:
         if not value.removeprefix(CONTAINER_IMAGE).strip() or any(c.isspace() for c in value):
             raise ConfigError(f"server container:IMAGE needs an image name without spaces, not {value!r}")
         return value
-    parts = urlsplit(value)
-    try:
-        parts.port  # noqa: B018 -- urlsplit checks the port only when asked for it
-    except ValueError:
-        raise ConfigError(
-            f"server URL has a port that is not a number from 0 to 65535: {redact_url(value)!r}"
-        ) from None
+    parts = _url_parts(value)
+    if parts is None:
+        raise ConfigError(f"server URL needs a host and a port from 0 to 65535: {redact_url(value)!r}")
     if parts.scheme in ("nats", "tls") and parts.hostname:
         return value
     raise ConfigError(
         f"server must be 'local', 'system', 'cluster', 'container[:IMAGE]' or a nats://host:port URL, "
         f"not {redact_url(value)!r}"
     )
+
+
+def _url_parts(value: str) -> SplitResult | None:
+    """urlsplit's reading of `value`, port included; None when urlsplit cannot read it (an unclosed [ of an IPv6
+    address, a port that is not a number from 0 to 65535)."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 -- urlsplit checks the port only when asked for it
+    except ValueError:
+        return None
+    return parts
 
 
 def _version(value: str) -> str:
@@ -228,11 +257,9 @@ def _text(value: str) -> str:
 
 
 def _monitor_url(value: str) -> str:
-    parts = urlsplit(value)
-    try:
-        parts.port  # noqa: B018 -- urlsplit checks the port only when asked for it
-    except ValueError:
-        raise ConfigError(f"monitoring URL port must be a number from 0 to 65535, not {value!r}") from None
+    parts = _url_parts(value)
+    if parts is None:
+        raise ConfigError(f"monitoring URL needs a host and a port from 0 to 65535, not {value!r}")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(f"monitoring URL must look like http://host:8222, not {value!r}")
     return value.rstrip("/")
@@ -259,7 +286,8 @@ def _share(value: str) -> float:
 
 def _spark_master(value: str) -> str:
     # local, local[4], local[*], local[4,2] (retries), or a cluster manager's URL
-    if not (re.fullmatch(r"local(\[(\d+|\*)(,\d+)?\])?", value) or urlsplit(value).scheme in ("spark", "k8s")):
+    parts = _url_parts(value)
+    if not (re.fullmatch(r"local(\[(\d+|\*)(,\d+)?\])?", value) or (parts and parts.scheme in ("spark", "k8s"))):
         raise ConfigError(f"expected a Spark master such as local[*] or spark://host:7077, not {value!r}")
     return value
 
@@ -283,9 +311,9 @@ def _listed(parse: Callable[[str], Any], what: str, skip_empty: bool) -> Callabl
 
 
 def _scenario_names() -> list[str]:
-    from jetcheck.load.scenarios import SCENARIOS  # the scenarios live with the load; nats-py only when asked
+    from jetcheck.load.scenarios import ALIASES, SCENARIOS  # the scenarios live with the load; nats-py when asked
 
-    return list(SCENARIOS)
+    return [*SCENARIOS, *ALIASES]
 
 
 def _regression_default(name: str) -> Callable[[], str]:
@@ -299,7 +327,7 @@ def _regression_default(name: str) -> Callable[[], str]:
 
 # The commands of `jetcheck` that take options from the table, and the two hosts that run our code with their own
 # parsers: the pytest plugin (--jetcheck-<name>, ini jetcheck_<name>) and the locustfile (--jetcheck-<name>).
-COMMANDS = ("certify", "load", "run", "matrix", "report")
+COMMANDS = ("certify", "load", "run", "matrix", "report", "durability")
 PYTEST, LOCUST = "pytest", "locust"
 TARGET = ("certify", "load", "run", PYTEST)  # the commands that reach a server
 
@@ -365,6 +393,19 @@ def new_run_prefix() -> str:
     return "jc" + secrets.token_hex(3)
 
 
+def _count(
+    name: str, help: str, default: str | None, low: int, high: int | None = None, what: str = "number", **more: Any
+) -> Option:
+    """An option whose value is a whole number from `low` to `high` (None: no upper bound; `what` it counts, for
+    errors), `default` when not given (None: the command decides)."""
+    return Option(name, help, lambda: default, integer(low, high, what), **more)
+
+
+def _switch(name: str, help: str, **more: Any) -> Option:
+    """A flag without a value: yes when given, no by default."""
+    return Option(name, help, lambda: "no", _yes_no, switch=True, **more)
+
+
 TABLE: tuple[Option, ...] = (
     Option(
         "server",
@@ -373,8 +414,16 @@ TABLE: tuple[Option, ...] = (
         "or nats://host:port",
         lambda: "local",
         _server,
-        commands=(*TARGET, LOCUST, "matrix"),
+        commands=(*TARGET, LOCUST, "matrix", "durability"),
         variants={
+            "durability": {
+                "help": "where to run: cluster (nodes on 127.0.0.1 that jetcheck starts, faults and removes) or "
+                f"{CLUSTER_FILE}PATH (your cluster, described in a TOML file: each node's url, monitor url and "
+                "kill/start/pause/resume commands; faulted only with --allow-faults)",
+                "default": lambda: "cluster",
+                "parse": _durability_server,
+                "variable": None,
+            },
             "matrix": {
                 "help": "where each version runs: local (the embedded release; Debian's 2.9.10 as the system's "
                 "server) or container (the embedded release in a container)",
@@ -394,8 +443,9 @@ TABLE: tuple[Option, ...] = (
         "nats-server release for --jetcheck-server=local or cluster (not for a URL, whose server says its version)",
         lambda: DEFAULT_VERSION,
         _version,
-        commands=(*TARGET, LOCUST),
+        commands=(*TARGET, LOCUST, "durability"),
         variants={
+            "durability": {"help": "nats-server release of the cluster (releases before 2.10.25 are built with Go)"},
             "certify": {
                 "help": "nats-server release for --server local or cluster (not for a URL, whose server "
                 "says its version)"
@@ -423,7 +473,7 @@ TABLE: tuple[Option, ...] = (
         "directory for results.jsonl and run.json",
         lambda: "jetcheck-results",
         _directory,
-        commands=("certify", PYTEST, "load", LOCUST, "matrix", "report", "run"),
+        commands=("certify", PYTEST, "load", LOCUST, "matrix", "report", "run", "durability"),
         # JETCHECK_OUT is the conformance results' folder only: each other command writes something else there
         variants={
             "certify": {"help": "result directory (default: jetcheck-results)"},
@@ -445,6 +495,12 @@ TABLE: tuple[Option, ...] = (
             "report": {
                 "help": "where to write (default: RUN/report, else ./jetcheck-report)",
                 "default": lambda: None,
+                "metavar": "DIR",
+                "variable": None,
+            },
+            "durability": {
+                "help": "folder for results.jsonl, run.json and history/ (default: jetcheck-durability)",
+                "default": lambda: "jetcheck-durability",
                 "metavar": "DIR",
                 "variable": None,
             },
@@ -473,13 +529,10 @@ TABLE: tuple[Option, ...] = (
             },
         },
     ),
-    Option(
+    _switch(
         "clean_previous",
         "first delete what an earlier, interrupted jetcheck run with this --run-prefix left (only streams with "
         "jetcheck's generated names and no metadata of their own)",
-        lambda: "no",
-        _yes_no,
-        switch=True,
         commands=("certify", "load", PYTEST),
     ),
     Option(
@@ -497,13 +550,25 @@ TABLE: tuple[Option, ...] = (
         commands=("certify", PYTEST),
     ),
     Option(
-        "client", "client under test: " + ", ".join(CLIENTS), lambda: "nats-py", _client, commands=("certify", PYTEST)
+        "client",
+        "client under test: " + ", ".join(CLIENTS),
+        lambda: "nats-py",
+        _client,
+        commands=("certify", PYTEST, "load", LOCUST),
+        variants={
+            "load": {
+                "help": "client that runs the load: "
+                + ", ".join(CLIENTS)
+                + " (nats.js, nats.go: @version; async publish and pull consume scenarios)"
+            },
+            LOCUST: {"help": "client that runs the load (nats.go and nats.js through their drivers)"},
+        },
     ),
     Option(
         "server_cache",
         "directory where nats-server releases are installed side by side",
         parse=_directory,
-        commands=("certify", PYTEST),
+        commands=("certify", PYTEST, "durability"),
     ),
     # jetcheck load, and the locustfile it runs
     Option(
@@ -535,65 +600,78 @@ TABLE: tuple[Option, ...] = (
             LOCUST: {"help": "total target ops/s (0: closed loop, max)", "parse": _non_negative_rate},
         },
     ),
+    _switch("max", "closed loop: as fast as possible (the default)", exclusive="pacing", commands=("load",)),
     Option(
-        "max",
-        "closed loop: as fast as possible (the default)",
-        lambda: "no",
-        _yes_no,
-        switch=True,
-        exclusive="pacing",
-        commands=("load",),
+        "duration",
+        f"run time ({DURATION_SYNTAX}; default 30s)",
+        lambda: "30s",
+        duration,
+        commands=("load", "durability"),
+        variants={
+            "durability": {
+                "help": f"how long the publishers write; the faults fall inside it ({DURATION_SYNTAX}; default 60s)",
+                "default": lambda: "60s",
+            }
+        },
     ),
-    Option("duration", f"run time ({DURATION_SYNTAX}; default 30s)", lambda: "30s", duration, commands=("load",)),
-    Option(
+    _count(
         "users",
         "Locust users over all processes (default: --consumers + 1 in mixed/end-to-end, else --processes or 1)",
-        lambda: None,
-        integer(1, what="number of users"),
+        None,
+        1,
+        what="number of users",
         commands=("load",),
     ),
-    Option(
+    _count(
         "processes",
         "Locust processes (default 1; for scenarios with publishers and consumers one per user, up to "
         f"{MAX_DEFAULT_PROCESSES}, so the roles do not share an event loop)",
-        lambda: None,
-        integer(1, what="number of processes"),
+        None,
+        1,
+        what="number of processes",
         commands=("load",),
     ),
-    Option(
+    _count(
         "consumers",
         "consuming users in mixed/end-to-end (default 1)",
-        lambda: "1",
-        integer(1, what="number of users"),
+        "1",
+        1,
+        what="number of users",
         commands=("load", LOCUST),
         variants={LOCUST: {"help": "consuming users in mixed scenarios"}},
     ),
-    Option(
+    _count(
         "payload",
         "payload bytes (default 128)",
-        lambda: "128",
-        integer(0, MAX_PAYLOAD, "payload size in bytes"),
+        "128",
+        0,
+        MAX_PAYLOAD,
+        "payload size in bytes",
         commands=("load", LOCUST),
     ),
-    Option(
+    _count(
         "max_inflight",
         "outstanding ops per user (default 1000)",
-        lambda: "1000",
-        integer(1, what="number of outstanding operations"),
+        "1000",
+        1,
+        what="number of outstanding operations",
         commands=("load", LOCUST),
     ),
-    Option(
+    _count(
         "prefill",
         "messages prefilled for consume scenarios (default 50000)",
-        lambda: "50000",
-        integer(0, what="number of messages"),
+        "50000",
+        0,
+        what="number of messages",
         commands=("load", LOCUST),
     ),
-    Option(
+    _count(
         "replicas",
         "replicas of the run's stream or bucket (e.g. 3 with --server cluster; default 1)",
-        lambda: "1",
-        integer(1, MAX_REPLICAS, "number of replicas"),
+        "1",
+        1,
+        MAX_REPLICAS,
+        "number of replicas",
         commands=("load", LOCUST),
         variants={LOCUST: {"help": "replicas of the run's stream or bucket (default 1)"}},
     ),
@@ -612,24 +690,73 @@ TABLE: tuple[Option, ...] = (
         },
     ),
     Option("run_id", "run id (default: a new one per test)", variable=None, commands=(LOCUST,)),
-    Option(
+    _switch(
         "prefix_claimed",
         "set by jetcheck load, which found the prefix unused and created the run's stream already",
-        lambda: "no",
-        _yes_no,
-        switch=True,
         variable=None,
         web_ui=False,
         commands=(LOCUST,),
     ),
-    Option(
+    _count(
         "users_total",
         "set by the master: users over all workers",
-        lambda: "0",
-        integer(0, what="number of users"),
+        "0",
+        0,
+        what="number of users",
         variable=None,
         web_ui=False,
         commands=(LOCUST,),
+    ),
+    # jetcheck durability
+    Option(
+        "seed",
+        "seed of the fault schedule: the same seed gives the same schedule on any server (default: a fresh one, "
+        "printed and recorded)",
+        lambda: None,
+        integer(0, 2**32 - 1, "seed"),
+        commands=("durability",),
+    ),
+    Option(
+        "nodes",
+        "cluster nodes, and the stream's replicas (default 3)",
+        lambda: "3",
+        lambda value: int(_choice("3", "5")(value)),
+        commands=("durability",),
+    ),
+    Option(
+        "faults",
+        "comma-separated fault kinds to draw from: "
+        + ", ".join(FAULT_KINDS)
+        + " (default: "
+        + ",".join(PROCESS_FAULTS)
+        + "; the disk faults and the network faults, which route the nodes through relays that cut, stall or slow "
+        "links or drop their packets (the lossy-* ones: root, in a network namespace of the run's own), are asked "
+        "for by name)",
+        lambda: ",".join(PROCESS_FAULTS),
+        _listed(_choice(*FAULT_KINDS), "fault kinds", skip_empty=True),
+        commands=("durability",),
+    ),
+    Option(
+        "hold",
+        "how long each fault is held before it is healed, MIN-MAX seconds drawn per fault (default 1-4; at most half "
+        "the gap between faults, and holds longer than 4 s space the faults wider)",
+        lambda: "1-4",
+        _hold_range,
+        commands=("durability",),
+    ),
+    _switch(
+        "allow_faults",
+        f"let jetcheck durability kill, start, pause and resume the nodes of a --server {CLUSTER_FILE}PATH cluster "
+        "with the file's commands (without it such a run is refused before anything is reached)",
+        commands=("durability",),
+        variable=None,  # a choice made on the command line, each time
+    ),
+    Option(
+        "sync_interval",
+        "the nodes' JetStream sync_interval: default (the server's, lazy fsync) or always (fsync every write)",
+        lambda: "default",
+        _choice("default", "always"),
+        commands=("durability",),
     ),
     # jetcheck matrix
     Option(
@@ -690,14 +817,7 @@ TABLE: tuple[Option, ...] = (
         metavar="SHARE",
         commands=("report",),
     ),
-    Option(
-        "strict",
-        "exit 1 when a MUST check failed (a CI gate)",
-        lambda: "no",
-        _yes_no,
-        switch=True,
-        commands=("run",),
-    ),
+    _switch("strict", "exit 1 when a MUST check failed (a CI gate)", commands=("run",)),
 )
 
 
@@ -781,7 +901,7 @@ def resolve_values(
     """Each option's value, from the command line, else its variable, else the ini file, else its default. Among
     them, the server version is the one for the server (`server_version_for`), and TLS files are loaded."""
     by_name, ini = {option.name: option for option in options}, ini or {}
-    values = {name: _resolve_one(option, cli, env, ini, flag) for name, option in by_name.items()}
+    values = {name: _parsed(option, *_given(option, cli, env, ini, flag)) for name, option in by_name.items()}
     if "server_version" in by_name and "server" in by_name:
         values["server_version"] = server_version_for(values["server"], cli, env, ini, flag)
     if set(CREDENTIAL_OPTIONS) <= set(by_name):
@@ -810,9 +930,9 @@ def server_version_for(
     version they run (and report it). A version given for them on the command line would be silently ignored, so
     it is refused; one in the environment or an ini file (set for other runs, e.g. by tox) is not used."""
     option, ini = OPTION_BY_NAME["server_version"], ini or {}
+    where, raw = _given(option, cli, env, ini, flag)
     if server in VERSIONED_SERVERS:
-        return _resolve_one(option, cli, env, ini, flag)
-    where, _raw = _given(option, cli, env, ini, flag)
+        return _parsed(option, where, raw)
     if where == flag(option):
         raise ConfigError(
             f"{where}: a server version applies to the servers jetcheck installs ({', '.join(VERSIONED_SERVERS)}); "
@@ -837,7 +957,8 @@ def resolve_some(
     flag: Callable[[Option], str] = lambda option: option.flag,
 ) -> dict[str, Any]:
     """The named options of a conformance run only, resolved as `resolve` does (for commands that take a few)."""
-    return {name: _resolve_one(OPTION_BY_NAME[name], cli, env, {}, flag) for name in names}
+    options = [OPTION_BY_NAME[name] for name in names]
+    return {option.name: _parsed(option, *_given(option, cli, env, {}, flag)) for option in options}
 
 
 def resolve_credentials(
@@ -853,14 +974,8 @@ def credential_environment(credentials: Credentials) -> dict[str, str]:
     return {OPTION_BY_NAME[name].env: value for name in CREDENTIAL_OPTIONS if (value := getattr(credentials, name))}
 
 
-def _resolve_one(
-    option: Option,
-    cli: Mapping[str, Any],
-    env: Mapping[str, str],
-    ini: Mapping[str, str | None],
-    flag: Callable[[Option], str],
-) -> Any:
-    where, raw = _given(option, cli, env, ini, flag)
+def _parsed(option: Option, where: str, raw: Any) -> Any:
+    """The value of `raw`, given at `where` (a flag, variable, ini key or "default"), which a refusal names."""
     if raw is None:  # no default: the command decides
         return None
     try:

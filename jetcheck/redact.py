@@ -9,12 +9,14 @@ REDACTED = "***"
 
 def redact_url(url: str) -> str:
     """Hide the user info (user:password, or a token) of a URL."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # not a URL urlsplit can read (an unclosed [): hide all before the last @
+        _, at, tail = url.rpartition("@")
+        return f"{REDACTED}@{tail}" if at else url
     if not parts.username and not parts.password:
         return url
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
+    host = parts.netloc.rpartition("@")[2]  # as given: a port that is not a number is the parser's to refuse
     return urlunsplit((parts.scheme, f"{REDACTED}@{host}", parts.path, parts.query, parts.fragment))
 
 

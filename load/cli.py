@@ -39,6 +39,7 @@ from jetcheck.records import LOAD_FILE
 from jetcheck.redact import redact_url
 
 from . import runfile, summary
+from .driven import check_driven_scenario, is_driven, prepare_driver
 from .monitor import default_monitor_url, reachable
 from .scenarios import LoadSettings, scenario, setup, teardown
 
@@ -63,6 +64,9 @@ def _validate(args) -> float:
     """Check the options together and fill in the defaults that depend on others (users, processes, server
     version); nothing is started. The run time in seconds. Calling it again changes nothing."""
     spec = scenario(args.scenario)
+    args.scenario = spec.name  # an alias (publish) runs as the scenario it names
+    if is_driven(args.client):
+        check_driven_scenario(args.client, spec.name)
     if args.rate and args.max:  # on the command line argparse says so; here a variable gave one of them
         raise ConfigError("--rate and --max exclude each other: give one (open or closed loop)")
     if args.rate and not spec.paced:
@@ -122,6 +126,8 @@ def locust_command(
         str(out / "locust.html"),
         "--jetcheck-scenario",
         args.scenario,
+        "--jetcheck-client",
+        args.client,
         "--jetcheck-rate",
         str(args.rate),
         "--jetcheck-consumers",
@@ -193,6 +199,8 @@ def run(args) -> int:
     run_id = "load-" + secrets.token_hex(4)
     prefix = args.run_prefix
     out = Path(args.out or Path("jetcheck-load") / run_id)
+    if is_driven(args.client):
+        prepare_driver(args.client)  # built before anything starts: a missing tool is one line, exit 2
     provider = provider_for(args.server, args.server_version, credentials)
     try:
         target = provider.start()  # inside the try: interrupted while it starts, the server is stopped too
@@ -223,8 +231,8 @@ def run(args) -> int:
         if not target.managed:
             env.update(credential_environment(credentials))
         print(
-            f"jetcheck load: {args.scenario} against {redact_url(target.url)} (nats-server {version}) "
-            f"for {duration_s:g}s -> {out}",
+            f"jetcheck load: {args.scenario} through {args.client} against {redact_url(target.url)} "
+            f"(nats-server {version}) for {duration_s:g}s -> {out}",
             flush=True,
         )
         try:

@@ -12,6 +12,7 @@ what the run created and writes ``<out>/load.json``.
 
 from __future__ import annotations
 
+import csv
 import functools
 import gc
 import itertools
@@ -26,10 +27,12 @@ from typing import Any
 import gevent
 from locust import User, constant, events, task
 from locust.runners import MasterRunner, WorkerRunner
+from locust.stats import PERCENTILES_TO_REPORT, StatsCSV, StatsError, bucket_response_time
 
 from jetcheck.fixtures.cleanup import PrefixInUse, claim_prefix
 from jetcheck.fixtures.target import Target, speaks_tls
 from jetcheck.load import bridge, runfile
+from jetcheck.load.driven import client_description, driven_class, driver_for, is_driven
 from jetcheck.load.drivers import Driver, driver_class
 from jetcheck.load.monitor import MonitorSampler, default_monitor_url, reachable
 from jetcheck.load.oplog import OpLog
@@ -61,6 +64,7 @@ _run_ids_given: dict[str, tuple[str, str]] = {}  # the run id and prefix from th
 _cpu_at_start = 0.0  # this process's CPU seconds when the test started (load.json reports the load's CPU cost)
 _roles_here: set[str] = set()  # the roles this process's users played in the current test
 _stopping: dict[str, int] = {}  # "ns": when this process was first asked to stop in the current test
+_environment: dict[str, Any] = {}  # "env": Locust's environment (the quit event does not carry it)
 
 
 @events.init_command_line_parser.add_listener
@@ -170,8 +174,15 @@ class NatsUser(User):
         self.number = next(_user_numbers)
         _roles_here.add(self.role)
         log = process_oplog(settings)
-        cls = driver_class(settings, self.role)
-        self.driver = cls(settings, log, self.number, connect_to(settings.server_url))
+        client = self.environment.parsed_options.jetcheck_client
+        if is_driven(client):  # the driver (built and started here, in a greenlet) runs the schedule itself
+            target = target_for(settings.server_url)
+            self.driver = driven_class(settings, self.role)(
+                settings, log, self.number, driver_for(client), target.credentials
+            )
+        else:
+            cls = driver_class(settings, self.role)
+            self.driver = cls(settings, log, self.number, connect_to(settings.server_url))
         bridge.run(self.driver.start(), timeout=30)
         _drivers.add(self.driver)
 
@@ -228,11 +239,13 @@ def pick_users(environment, **_kwargs) -> None:
     # gevent's timers count from the hub's cached clock, which went stale while this file's imports ran (seconds
     # on a busy machine): without a refresh, Locust's --run-time timer set next can fire at once
     gevent.get_hub().loop.update_now()
+    _environment["env"] = environment
     options = environment.parsed_options
     if environment.runner is not None:
         register_messages(environment)
         if not isinstance(environment.runner, MasterRunner):  # a master runs no users
             stop_load_before_runner(environment.runner)
+            environment.events.request.add_listener(functools.partial(count_every_op, environment.stats))
     if options is None or isinstance(environment.runner, WorkerRunner):
         return  # a worker runs whatever the master dispatches (a remote worker learns the scenario at spawn)
     spec = scenario(options.jetcheck_scenario)
@@ -243,6 +256,27 @@ def pick_users(environment, **_kwargs) -> None:
         wanted.append(NatsConsumer)
         NatsConsumer.fixed_count = options.jetcheck_consumers if PUBLISHER in spec.roles else 0
     environment.user_classes[:] = [cls for cls in wanted if cls in environment.user_classes] or wanted
+
+
+def count_every_op(stats, request_type, name, response_time, response_length, exception=None, context=None, **_):
+    """Count a report's `context["ops"]` operations in Locust's statistics, not one: Locust's totals are then the
+    op log's. Locust's own listener (registered before this one) logged the first; the rest count with the same
+    (mean) response time."""
+    extra = (context or {}).get("ops", 1) - 1
+    if extra <= 0:
+        return
+    second = int(time.time())
+    for entry in (stats.total, stats.get(name, request_type)):
+        entry.num_requests += extra
+        entry.num_reqs_per_sec[second] += extra
+        if exception is not None:
+            entry.num_failures += extra
+            entry.num_fail_per_sec[second] += extra
+        if response_time is not None:
+            entry.total_response_time += response_time * extra
+            entry.response_times[bucket_response_time(response_time)] += extra
+    if exception is not None:
+        stats.errors[StatsError.create_key(request_type, name, exception)].occurrences += extra
 
 
 def register_messages(environment) -> None:
@@ -392,6 +426,7 @@ def on_test_stop(environment, **_kwargs) -> None:
         expected_workers=workers,
         load_cpu_s=load_cpu,
         process_roles=roles,
+        client=client_description(options.jetcheck_client),
     )
     run["stopping_ns"] = stopping  # by pid: when each load process began to stop; it intended nothing after
     runfile.write(Path(settings.out_dir), run)
@@ -403,3 +438,16 @@ def on_test_stop(environment, **_kwargs) -> None:
 def on_quitting(environment, **_kwargs) -> None:
     if _oplog is not None and not _oplog.closed:
         close_oplog()
+
+
+@events.quit.add_listener
+def write_final_csv(**_kwargs) -> None:
+    """Write ``<csv>_stats.csv`` once more with the final totals: Locust's writer greenlet rewrites it once a second,
+    so the last reports (users drained at the stop) would be missing from it, and its totals would fall short of
+    the op log's."""
+    environment = _environment.get("env")
+    options = getattr(environment, "parsed_options", None)
+    if environment is None or not getattr(options, "csv_prefix", None) or isinstance(environment.runner, WorkerRunner):
+        return
+    with open(options.csv_prefix + "_stats.csv", "w", newline="") as out:
+        StatsCSV(environment, PERCENTILES_TO_REPORT).requests_csv(csv.writer(out))

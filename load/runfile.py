@@ -43,7 +43,10 @@ def describe(
     expected_workers: int,
     load_cpu_s: dict[str, float],
     process_roles: dict[str, list[str]],
+    client: dict[str, str] | None = None,
 ) -> dict[str, Any]:
+    """load.json's content; `client` names the client that ran the load (name, version, runtime), nats-py's own
+    by default."""
     spec = settings.spec
     return {
         "run_id": settings.run_id,
@@ -78,7 +81,12 @@ def describe(
         "ops_dir": OPS_DIR,
         "samples_dir": SAMPLES_DIR,
         "overflow": "open-loop ops not sent because max_inflight were outstanding: ok=false, error_class=Overflow",
-        "client": {"nats-py": _version("nats-py"), "locust": _version("locust"), "pid": os.getpid()},
+        "client": {
+            **(client or {"name": "nats-py", "version": _version("nats-py")}),
+            "nats-py": _version("nats-py"),
+            "locust": _version("locust"),
+            "pid": os.getpid(),
+        },
     }
 
 

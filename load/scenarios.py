@@ -62,9 +62,13 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
+# other names a scenario answers to (`--scenario publish`: what every client, driven ones too, runs)
+ALIASES = {"publish": "publish-async"}
+
+
 def scenario(name: str) -> Scenario:
     try:
-        return SCENARIOS[name]
+        return SCENARIOS[ALIASES.get(name, name)]
     except KeyError:
         raise ConfigError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}") from None
 

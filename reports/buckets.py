@@ -51,42 +51,24 @@ def accuracy_note(bits: int = SUB_BUCKET_BITS, what: str = "latency percentiles"
     )
 
 
-def bucket_of(values: np.ndarray, bits: int = SUB_BUCKET_BITS) -> np.ndarray:
-    """The bucket index of each value (int64 ns); -1 for negative values."""
-    values = np.asarray(values, dtype=np.int64)
-    out = values.copy()
-    out[values < 0] = -1
-    big = values >= (1 << bits)
-    if big.any():
-        large = values[big]
-        exponent = np.floor(np.log2(large.astype(np.float64))).astype(np.int64)
-        exponent -= (np.left_shift(1, exponent) > large).astype(np.int64)
-        # 1 << 63 overflows int64: values that large (146 years in ns) already have the right exponent
-        exponent += ((exponent < 62) & (np.left_shift(1, np.minimum(exponent + 1, 62)) <= large)).astype(np.int64)
-        shift = exponent - bits
-        out[big] = shift * (1 << bits) + np.right_shift(large, shift)
-    return out
+def exponent(value: str) -> str:
+    """Spark SQL: floor(log2(value)) exactly, for the bigint column named `value` (null for values below 1).
+
+    log2 in doubles can be one off next to a power of two (and above 2**53 a double rounds the value), so the
+    estimate is checked against the integer powers of two on either side of it."""
+    estimate = f"CAST(FLOOR(LOG2(CAST({value} AS DOUBLE))) AS INT)"
+    estimate = f"({estimate} - IF(SHIFTLEFT(1L, {estimate}) > {value}, 1, 0))"
+    # 1 << 63 overflows a bigint: values that large (146 years in ns) already have the right exponent
+    return f"({estimate} + IF({estimate} < 62 AND SHIFTLEFT(1L, LEAST({estimate} + 1, 62)) <= {value}, 1, 0))"
 
 
-def reduce_by_key(keys: np.ndarray, counts: np.ndarray, vmin: np.ndarray, vmax: np.ndarray):
-    """Merge rows with equal keys: counts add, min/max stay exact. Returns (keys, counts, vmin, vmax)."""
-    order = np.argsort(keys)
-    keys, counts, vmin, vmax = keys[order], counts[order], vmin[order], vmax[order]
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+def bucket(value: str, bits: int = SUB_BUCKET_BITS, value_exponent: str | None = None) -> str:
+    """Spark SQL: the bucket index of the bigint column named `value`; -1 for negative values. `value_exponent`
+    names a column holding exponent(value) when the caller has one (the two precisions share it)."""
+    shift = f"({value_exponent or exponent(value)} - {bits})"
     return (
-        keys[starts],
-        np.add.reduceat(counts, starts),
-        np.minimum.reduceat(vmin, starts),
-        np.maximum.reduceat(vmax, starts),
-    )
-
-
-def merge_buckets(table, keys: Sequence[str]):
-    """Roll a bucket table up to fewer keys: counts add, min and max stay exact."""
-    from pyspark.sql import functions as F
-
-    return table.groupBy(*keys, "bucket").agg(
-        F.sum("count").alias("count"), F.min("vmin").alias("vmin"), F.max("vmax").alias("vmax")
+        f"CASE WHEN {value} < 0 THEN -1L WHEN {value} < {1 << bits} THEN {value} "
+        f"ELSE CAST({shift} AS BIGINT) * {1 << bits} + SHIFTRIGHT({value}, {shift}) END"
     )
 
 

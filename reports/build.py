@@ -8,6 +8,7 @@ from pathlib import Path
 from jetcheck.errors import ConfigError
 from jetcheck.reports import compare
 from jetcheck.reports.conformance_report import aggregate_conformance
+from jetcheck.reports.durability_report import read_runs
 from jetcheck.reports.inputs import REPORT_DIR, ResultSet, resolve, resolve_all
 from jetcheck.reports.render import ReportContent, write_report
 from jetcheck.verdict import RunVerdict, overall_exit_code
@@ -66,7 +67,9 @@ def build_report(
         from jetcheck.reports.load_report import aggregate_load
         from jetcheck.reports.spark import spark_session
 
-        with spark_session(master, spark) as session:
+        sets = [*with_load, *([base] if base is not None and base.load is not None else [])]
+        log_bytes = sum(path.stat().st_size for rs in sets for path in rs.op_files())
+        with spark_session(master, spark, log_bytes) as session:
             loads = [aggregate_load(session, rs) for rs in with_load]
             if base is not None and base.load is not None:
                 base_load = aggregate_load(session, base)
@@ -78,7 +81,11 @@ def build_report(
             conformance=compare.compare_conformance(conformance, aggregate_conformance([base])),
         )
     content = ReportContent(
-        inputs=[str(i) for i in inputs], conformance=conformance, loads=loads, comparison=comparison
+        inputs=[str(i) for i in inputs],
+        conformance=conformance,
+        loads=loads,
+        comparison=comparison,
+        durability=read_runs(result_sets),
     )
     index = write_report(content, out)
     return ReportOutcome(index, comparison.regressions if comparison else 0, conformance.verdicts)

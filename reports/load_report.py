@@ -8,12 +8,12 @@ prints too); throughput, latency and errors over time cover the whole run.
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from jetcheck.load.window import SteadyWindow, steady_window
@@ -24,6 +24,8 @@ from jetcheck.reports.inputs import ResultSet
 NS = 1_000_000_000
 # Latency-over-time charts get about this many intervals, each at least a second long.
 TIME_SLOTS = 120
+# About this much op log per shuffle partition (shuffle_partitions_for).
+SHUFFLE_BYTES = 64 << 20
 METRICS = {
     "response": "response time: reply - intended send (includes send delay)",
     "service": "service time: reply - actual send",
@@ -67,181 +69,126 @@ def read_ops(spark, result_set: ResultSet):
     return spark.read.schema(spark_schema(OP_FIELDS)).parquet(*[str(p) for p in result_set.op_files()])
 
 
-def _steady_window(ops) -> tuple[SteadyWindow | None, dict[str, Any]]:
-    """The run's steady window from its users' spans, and its description with the operations it leaves out."""
+def _user_spans(ops) -> list:
+    """One pass over the log: per (process, user) the first and last actual send, the first intended send, the
+    last reply and the row count; the steady window, the time origin and the run's span all derive from these."""
     from pyspark.sql import functions as F
 
-    spans = ops.groupBy("process", "user").agg(F.min("start_ns").alias("first"), F.max("start_ns").alias("last"))
-    window = steady_window((row["first"], row["last"]) for row in spans.collect())
-    if window is None:
-        return None, {}
-    sent = F.col("start_ns")
-    row = ops.agg(
-        F.count(F.when(sent < window.start_ns, 1)).alias("before"),
-        F.count(F.when(sent >= window.end_ns, 1)).alias("after"),
-        F.count(F.lit(1)).alias("all"),
-    ).first()
-    return window, window.describe(row["before"], row["all"] - row["before"] - row["after"], row["after"])
+    return (
+        ops.groupBy("process", "user")
+        .agg(
+            F.min("start_ns").alias("first"),
+            F.max("start_ns").alias("last"),
+            F.min("intended_ns").alias("first_intended"),
+            F.max("end_ns").alias("last_end"),
+            F.count(F.lit(1)).alias("rows"),
+        )
+        .collect()
+    )
 
 
-def _origin_and_span(ops, info: dict[str, Any]) -> tuple[int, int, int]:
-    from pyspark.sql import functions as F
-
-    row = ops.agg(F.min("intended_ns").alias("first"), F.max("end_ns").alias("last"), F.count(F.lit(1)).alias("n"))
-    first, last, count = row.first()
+def _origin_and_last(spans: list, info: dict[str, Any]) -> tuple[int, int]:
+    """The time origin (the first intended send, or load.json's start when earlier) and the last reply."""
+    firsts = [row["first_intended"] for row in spans if row["first_intended"] is not None]
     start = info.get("start_ns")
-    origin = min(v for v in (first, start if isinstance(start, int) else None) if v is not None) if count else 0
-    return int(origin or 0), int(last or 0), int(count)
+    origin = min([*firsts, *([start] if isinstance(start, int) else [])], default=0)
+    last = max((row["last_end"] for row in spans if row["last_end"] is not None), default=0)
+    return int(origin or 0), int(last or 0)
 
 
 METRIC_NAMES = tuple(METRICS)
 WHOLE_RUN = -1  # the slot of the whole-run bucket rows
-PARTIAL_SCHEMA = (
-    "scenario string, op string, metric string, slot int, bucket bigint, count bigint, vmin bigint, vmax bigint"
-)
-_LATENCY_INPUT = ("scenario", "op", "ok", "intended_ns", "start_ns", "end_ns", "e2e_ns")
 _SLOT_LIMIT = (1 << 24) - 2
-_REDUCE_AT = 2_000_000  # partial rows held before they are merged
+_BUCKET_KEYS = [*GROUP, "metric", "slot", "bucket"]
 
 
-def _metric_values(columns: dict[str, np.ndarray]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per metric: (mask of the rows it applies to, values of those rows). Mirrors METRICS."""
-    ok = columns["ok"]
-    e2e = columns["e2e_ns"]
-    return {
-        "response": (ok, (columns["end_ns"] - columns["intended_ns"])[ok]),
-        "service": (ok, (columns["end_ns"] - columns["start_ns"])[ok]),
-        "send_delay": (np.ones_like(ok), columns["start_ns"] - columns["intended_ns"]),
-        # e2e_ns is -1 on operations that are not stamped deliveries: they have no e2e value at all
-        "e2e": (ok & (e2e != -1), e2e[ok & (e2e != -1)]),
-    }
-
-
-class PartialHistograms:
-    """Bucket counts of one Spark partition, built with numpy from Arrow batches (runs in the executors).
-
-    Two tables in one pass: whole-run buckets at full precision (slot WHOLE_RUN) and per-time-slot buckets at
-    coarse precision. Rows are keyed by one packed int64 (group, metric, slot, bucket) and merged by sorting.
-    """
-
-    def __init__(self, origin_ns: int, slot_ns: int, window: SteadyWindow | None = None):
-        self.origin_ns, self.slot_ns = origin_ns, slot_ns
-        self.window = window  # the rows in the whole-run buckets; None: every row
-        self.groups: dict[tuple[str, str], int] = {}
-        self.parts: list[tuple[np.ndarray, ...]] = []
-        self.held = 0
-
-    def _group_codes(self, batch) -> np.ndarray:
-        import pyarrow.compute as pc
-
-        scenario = pc.dictionary_encode(batch.column("scenario"))
-        op = pc.dictionary_encode(batch.column("op"))
-        pairs = {}
-        for s_index, s_name in enumerate(scenario.dictionary.to_pylist()):
-            for o_index, o_name in enumerate(op.dictionary.to_pylist()):
-                pairs[(s_index, o_index)] = self.groups.setdefault((s_name, o_name), len(self.groups))
-        width = len(op.dictionary)
-        lookup = np.zeros(max(1, len(scenario.dictionary) * width), dtype=np.int64)
-        for (s_index, o_index), code in pairs.items():
-            lookup[s_index * width + o_index] = code
-        s_idx = scenario.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        o_idx = op.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        return lookup[s_idx * width + o_idx]
-
-    @staticmethod
-    def _key(group: np.ndarray, metric: int, slot: np.ndarray, bucket: np.ndarray) -> np.ndarray:
-        return (((group << 2 | metric) << 24 | (slot + 1)) << 18) | (bucket + 1)
-
-    def add(self, batch) -> None:
-        columns = {name: batch.column(name).to_numpy(zero_copy_only=False) for name in _LATENCY_INPUT[2:]}
-        group = self._group_codes(batch)
-        slot = np.clip((columns["end_ns"] - self.origin_ns) // self.slot_ns, 0, _SLOT_LIMIT)
-        sent = columns["start_ns"]
-        in_window = np.ones(len(sent), dtype=bool) if self.window is None else self.window.contains(sent)
-        per_metric = _metric_values(columns)
-        for metric, name in enumerate(METRIC_NAMES):
-            mask, values = per_metric[name]
-            ones = np.ones(len(values), dtype=np.int64)
-            coarse = buckets.bucket_of(values, buckets.COARSE_BITS)
-            self.parts.append((self._key(group[mask], metric, slot[mask], coarse), ones, values, values))
-            steady = in_window[mask]
-            steady_values = values[steady]
-            fine = buckets.bucket_of(steady_values)
-            whole_slot = np.full(len(steady_values), WHOLE_RUN, dtype=np.int64)
-            self.parts.append(
-                (self._key(group[mask][steady], metric, whole_slot, fine), ones[steady], steady_values, steady_values)
-            )
-            self.held += len(values) + len(steady_values)
-        if self.held > _REDUCE_AT:
-            self._reduce()
-
-    def _reduce(self) -> None:
-        if self.parts:
-            merged = [np.concatenate(column) for column in zip(*self.parts, strict=True)]
-            self.parts = [buckets.reduce_by_key(*merged)]
-            self.held = len(self.parts[0][0])
-
-    def batch(self):
-        """The merged rows as one Arrow batch of PARTIAL_SCHEMA."""
-        import pyarrow as pa
-
-        self._reduce()
-        keys, counts, vmin, vmax = self.parts[0] if self.parts else [np.zeros(0, dtype=np.int64)] * 4
-        bucket = (keys & ((1 << 18) - 1)) - 1
-        slot = ((keys >> 18) & ((1 << 24) - 1)) - 1
-        metric = (keys >> 42) & 3
-        group = keys >> 44
-        names = list(self.groups)
-        return pa.RecordBatch.from_pydict(
-            {
-                "scenario": pa.array([names[g][0] for g in range(len(names))], pa.string()).take(group),
-                "op": pa.array([names[g][1] for g in range(len(names))], pa.string()).take(group),
-                "metric": pa.array(list(METRIC_NAMES), pa.string()).take(metric),
-                "slot": pa.array(slot.astype(np.int32)),
-                "bucket": pa.array(bucket),
-                "count": pa.array(counts),
-                "vmin": pa.array(vmin),
-                "vmax": pa.array(vmax),
-            }
-        )
-
-
-def partial_histograms(batches, origin_ns: int, slot_ns: int, window: SteadyWindow | None = None):
-    """mapInArrow function: Arrow batches of _LATENCY_INPUT in, one batch of PARTIAL_SCHEMA out."""
-    histograms = PartialHistograms(origin_ns, slot_ns, window)
-    for batch in batches:
-        if batch.num_rows:
-            histograms.add(batch)
-    yield histograms.batch()
-
-
-def _bucket_tables(ops, origin_ns: int, slot_ns: int, window: SteadyWindow):
-    """(steady-window buckets, per-slot buckets), merged across partitions in Spark; persisted by the caller."""
+def _metric_values() -> list:
+    """Per metric (in METRIC_NAMES order), the Spark column of its value: null on rows it does not apply to."""
     from pyspark.sql import functions as F
 
-    partial = ops.select(*_LATENCY_INPUT).mapInArrow(
-        functools.partial(partial_histograms, origin_ns=origin_ns, slot_ns=slot_ns, window=window), PARTIAL_SCHEMA
+    ok = F.col("ok")
+    e2e = F.col("e2e_ns")
+    return [
+        F.when(ok, F.col("end_ns") - F.col("intended_ns")),  # response
+        F.when(ok, F.col("end_ns") - F.col("start_ns")),  # service
+        F.col("start_ns") - F.col("intended_ns"),  # send_delay (failed operations included)
+        # e2e_ns is -1 on operations that are not stamped deliveries: they have no e2e value at all
+        F.when(ok & (e2e != -1), e2e),
+    ]
+
+
+def bucket_table(ops, origin_ns: int, slot_ns: int, window: SteadyWindow):
+    """The bucket table of the whole run and of every time slot, in one pass of JVM expressions (Spark SQL).
+
+    Each operation gives up to eight rows, two per metric: one in its completion time slot at coarse precision
+    (latency over time) and, when sent in the steady window, one in the WHOLE_RUN slot at full precision; rows
+    of equal (scenario, op, metric, slot, bucket) merge into count, vmin and vmax."""
+    from pyspark.sql import functions as F
+
+    values = [f"v{index}" for index in range(len(METRIC_NAMES))]
+    # integer division, as exact as the nanoseconds (a double quotient can round up to the next slot)
+    slot = F.expr(f"LEAST(GREATEST((end_ns - {origin_ns}) DIV {slot_ns}, 0), {_SLOT_LIMIT})")
+    staged = ops.select(
+        *GROUP,
+        slot.cast("int").alias("slot"),
+        window.contains(F.col("start_ns")).alias("steady"),
+        *[value.alias(name) for value, name in zip(_metric_values(), values, strict=True)],
     )
-    return partial.groupBy("scenario", "op", "metric", "slot", "bucket").agg(
-        F.sum("count").alias("count"), F.min("vmin").alias("vmin"), F.max("vmax").alias("vmax")
+    # the exponent each value's two buckets share, computed once per value
+    staged = staged.select("*", *[F.expr(buckets.exponent(name)).alias(f"e{name}") for name in values])
+    rows = []
+    for metric, name in enumerate(values):
+        for row_slot, bits, value in (
+            (F.col("slot"), buckets.COARSE_BITS, F.col(name)),
+            (F.lit(WHOLE_RUN), buckets.SUB_BUCKET_BITS, F.when(F.col("steady"), F.col(name))),
+        ):
+            bucket = F.expr(buckets.bucket(name, bits, f"e{name}"))
+            rows.append(F.struct(F.lit(metric).alias("metric"), row_slot.alias("slot"), bucket.alias("bucket"),
+                                 value.alias("value")))  # fmt: skip
+    exploded = staged.select(*GROUP, F.inline(F.array(*rows))).where(F.col("value").isNotNull())
+    merged = exploded.groupBy(*_BUCKET_KEYS).agg(
+        F.count(F.lit(1)).alias("count"), F.min("value").alias("vmin"), F.max("value").alias("vmax")
     )
+    names = F.array(*[F.lit(name) for name in METRIC_NAMES])
+    return merged.withColumn("metric", F.element_at(names, F.col("metric") + 1))
 
 
 def _to_pandas(frame) -> pd.DataFrame:
     return frame.toPandas()
 
 
-def _throughput(ops, origin_ns: int) -> pd.DataFrame:
+def _tally(ops, origin_ns: int, window: SteadyWindow) -> pd.DataFrame:
+    """Operations counted per (scenario, op, completion second, outcome, error) and by when they were sent: -1
+    before the steady window, 0 in it, 1 after it. Throughput, errors, totals and the window's counts add these up."""
     from pyspark.sql import functions as F
 
-    per_second = ops.groupBy(
+    sent = F.col("start_ns")
+    phase = F.when(sent < window.start_ns, -1).when(sent >= window.end_ns, 1).when(sent.isNotNull(), 0)
+    counts = ops.groupBy(
         *GROUP,
         F.expr(f"CAST(FLOOR((end_ns - {origin_ns}) / {NS}) AS INT)").alias("t_s"),
         "ok",
         "error_class",
         "error_code",
+        phase.alias("phase"),
     ).agg(F.count(F.lit(1)).alias("count"))
-    return _to_pandas(per_second)
+    return _to_pandas(counts)
+
+
+@contextlib.contextmanager
+def shuffle_partitions_for(spark, files: list) -> Iterator[None]:
+    """Shuffle partitions sized to the input: about one per SHUFFLE_BYTES of log, at most two per core Spark has
+    (not Spark's default 200, whose tasks cost more than a small report's work); restored afterwards."""
+    size = sum(path.stat().st_size for path in files)
+    cores = spark.sparkContext.defaultParallelism
+    partitions = max(1, min(2 * cores, math.ceil(size / SHUFFLE_BYTES)))
+    key = "spark.sql.shuffle.partitions"
+    before = spark.conf.get(key)
+    spark.conf.set(key, str(partitions))
+    try:
+        yield
+    finally:
+        spark.conf.set(key, before)
 
 
 def _samples(spark, result_set: ResultSet, origin_ns: int) -> pd.DataFrame:
@@ -267,9 +214,8 @@ def _samples(spark, result_set: ResultSet, origin_ns: int) -> pd.DataFrame:
 
 
 def aggregate_load(spark, result_set: ResultSet) -> LoadTables:
-    """Reduce one result set's load logs to LoadTables."""
-    from pyspark.sql import functions as F
-
+    """Reduce one result set's load logs to LoadTables: three Spark jobs over the log (user spans, the tally of
+    counts, the bucket table with its percentiles), each a single pass of JVM expressions."""
     info = result_set.load_info()
     notes = [
         buckets.accuracy_note(),
@@ -280,40 +226,51 @@ def aggregate_load(spark, result_set: ResultSet) -> LoadTables:
         "throughput over time counts operations by the second they completed; latency excludes failed operations "
         "(they are counted under errors), except send delay"
     )
-    ops = read_ops(spark, result_set) if result_set.op_files() else None
-    window, window_info = _steady_window(ops) if ops is not None else (None, {})
-    if window is None:  # no op-log files, or files without rows
-        empty = pd.DataFrame()
-        return LoadTables(
-            result_set.label,
-            info,
-            0,
-            0.0,
-            1.0,
-            empty,
-            empty,
-            empty,
-            empty,
-            empty,
-            empty,
-            _samples(spark, result_set, int(info.get("start_ns", 0) or 0)),
-            [*notes, "no operation logs were found"],
-        )
-    origin_ns, last_ns, _ = _origin_and_span(ops, info)
-    span_s = max((last_ns - origin_ns) / NS, 1e-9)
-    slot_s = float(max(1, math.ceil(span_s / TIME_SLOTS)))
-    slot_ns = int(slot_s * NS)
-
-    keys = [*GROUP, "metric"]
-    merged = _bucket_tables(ops, origin_ns, slot_ns, window).persist()
-    try:
-        whole = merged.where(F.col("slot") == WHOLE_RUN).drop("slot")
-        latency = _to_pandas(buckets.percentiles(whole, keys)).sort_values(keys).reset_index(drop=True)
+    files = result_set.op_files()
+    with shuffle_partitions_for(spark, files):
+        ops = read_ops(spark, result_set) if files else None
+        spans = _user_spans(ops) if ops is not None else []
+        window = steady_window((row["first"], row["last"]) for row in spans)
+        if window is None:  # no op-log files, or files without rows
+            empty = pd.DataFrame()
+            return LoadTables(
+                result_set.label,
+                info,
+                0,
+                0.0,
+                1.0,
+                empty,
+                empty,
+                empty,
+                empty,
+                empty,
+                empty,
+                _samples(spark, result_set, int(info.get("start_ns", 0) or 0)),
+                [*notes, "no operation logs were found"],
+            )
+        origin_ns, last_ns = _origin_and_last(spans, info)
+        span_s = max((last_ns - origin_ns) / NS, 1e-9)
+        slot_s = float(max(1, math.ceil(span_s / TIME_SLOTS)))
+        slot_ns = int(slot_s * NS)
+        keys = [*GROUP, "metric"]
         distribution_q = [(f"q{ppm}", ppm) for ppm in buckets.DISTRIBUTION_QUANTILES]
-        wide = _to_pandas(buckets.percentiles(whole, keys, distribution_q))
-        over_time = _to_pandas(buckets.percentiles(merged.where(F.col("slot") != WHOLE_RUN), [*keys, "slot"]))
-    finally:
-        merged.unpersist()
+        standard = [label for label, _ in buckets.STANDARD_QUANTILES]
+        # every slot's percentiles in one query; the whole run's (slot WHOLE_RUN) also at the distribution's quantiles
+        summary = buckets.percentiles(
+            bucket_table(ops, origin_ns, slot_ns, window),
+            [*keys, "slot"],
+            [*buckets.STANDARD_QUANTILES, *distribution_q],
+        ).persist()
+        try:
+            whole = _to_pandas(summary.where(summary["slot"] == WHOLE_RUN).drop("slot"))
+            per_slot = summary.where(summary["slot"] != WHOLE_RUN)
+            over_time = _to_pandas(per_slot.select(*keys, "slot", "count", "min", *standard, "max", "invalid"))
+        finally:
+            summary.unpersist()
+        counts = _tally(ops, origin_ns, window)
+        samples = _samples(spark, result_set, origin_ns)
+    latency = whole[[*keys, "count", "min", *standard, "max", "invalid"]].sort_values(keys).reset_index(drop=True)
+    wide = whole.sort_values(keys).reset_index(drop=True)
     distribution = wide.melt(
         id_vars=keys, value_vars=[label for label, _ in distribution_q], var_name="quantile", value_name="value_ns"
     )
@@ -321,7 +278,6 @@ def aggregate_load(spark, result_set: ResultSet) -> LoadTables:
     over_time["t_s"] = over_time.pop("slot") * slot_s
     over_time = over_time.sort_values([*keys, "t_s"]).reset_index(drop=True)
 
-    counts = _throughput(ops, origin_ns)
     throughput = (
         counts.assign(ok_count=counts["count"].where(counts["ok"], 0), errors=counts["count"].where(~counts["ok"], 0))
         .groupby([*GROUP, "t_s"], as_index=False)
@@ -337,14 +293,18 @@ def aggregate_load(spark, result_set: ResultSet) -> LoadTables:
         .reset_index(drop=True)
     )
     totals = throughput.groupby(list(GROUP), as_index=False)[["ops", "ok", "errors"]].sum()
-    steady_ok = _to_pandas(
-        ops.where(F.col("ok") & window.contains(F.col("start_ns")))
-        .groupBy(*GROUP)
-        .agg(F.count(F.lit(1)).alias("steady_ok"))
+    steady_ok = (
+        counts[counts["ok"] & (counts["phase"] == 0)]
+        .groupby(list(GROUP), as_index=False)["count"]
+        .sum()
+        .rename(columns={"count": "steady_ok"})
     )
     totals = totals.merge(steady_ok, on=list(GROUP), how="left").fillna({"steady_ok": 0})
     totals["steady_ok"] = totals["steady_ok"].astype("int64")
     totals["ok_per_s"] = totals["steady_ok"] / window.seconds
+    before = int(counts.loc[counts["phase"] == -1, "count"].sum())
+    after = int(counts.loc[counts["phase"] == 1, "count"].sum())
+    window_info = window.describe(before, sum(row["rows"] for row in spans) - before - after, after)
     caveat = shared_loop_note(info)
     return LoadTables(
         label=result_set.label,
@@ -358,7 +318,7 @@ def aggregate_load(spark, result_set: ResultSet) -> LoadTables:
         latency_over_time=over_time,
         distribution=distribution,
         errors=errors,
-        samples=_samples(spark, result_set, origin_ns),
+        samples=samples,
         notes=notes,
         caveats=[caveat] if caveat else [],
         window=window_info,

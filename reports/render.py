@@ -50,6 +50,7 @@ class ReportContent:
     loads: list[LoadTables]
     comparison: Comparison | None = None
     notes: list[str] = field(default_factory=list)
+    durability: list = field(default_factory=list)  # jetcheck.reports.durability_report.DurabilityRun, one per run
 
 
 @dataclass(frozen=True)
@@ -636,9 +637,23 @@ def document(content: ReportContent) -> dict[str, Any]:
         if len(conformance.matrix.columns) > 4
         else None,
         "loads": [_load_view(load, n, several) for n, load in enumerate(content.loads)],
+        "load_clients": _load_clients(content.loads),
         "comparison": comparison,
         "notes": content.notes,
+        "durability": _durability(content),
     }
+
+
+def _durability(content: ReportContent) -> dict[str, Any] | None:
+    from jetcheck.reports.durability_report import durability_view  # it builds on this module's Table
+
+    return durability_view(content.durability)
+
+
+def _load_clients(loads: list[LoadTables]) -> Table | None:
+    from jetcheck.reports.client_comparison import clients_side_by_side  # it builds on this module's Table
+
+    return clients_side_by_side(loads)
 
 
 def render_html(content: ReportContent) -> str:
@@ -662,6 +677,10 @@ def report_tables(content: ReportContent) -> dict[str, pd.DataFrame]:
         ]
         if frames:
             tables[f"load_{name}"] = pd.concat(frames, ignore_index=True)
+    if content.durability:
+        from jetcheck.reports.durability_report import anomaly_rows
+
+        tables["durability_anomalies"] = pd.DataFrame(anomaly_rows(content.durability))
     if content.comparison is not None:
         tables["comparison_load"] = content.comparison.load
         tables["comparison_conformance"] = content.comparison.conformance

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what jetcheck needs on a fresh machine: Debian's nats-server (the 2.9.10 in the version matrix), Chromium
-# (renders the HTML report in tests), openssl, a JDK (Spark) and, where no Docker engine answers, podman with runc
-# (--server container) when missing, then a venv in .venv with jetcheck
+# (renders the HTML report in tests), openssl, a JDK (Spark), iproute2 and nftables (durability's packet loss) and,
+# where no Docker engine answers, podman with runc (--server container) when missing, then a venv in .venv with jetcheck
 # and its dependencies. Safe to run again: it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +11,9 @@ missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+# packet loss between durability's nodes: a network namespace of the run's own (ip) with nftables drop rules
+command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || missing+=(iproute2)
+command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || missing+=(nftables)
 if [ -z "${DOCKER_HOST:-}" ] && [ ! -S /var/run/docker.sock ]; then
   command -v podman >/dev/null 2>&1 || missing+=(podman)
   command -v runc >/dev/null 2>&1 || [ -x /usr/sbin/runc ] || missing+=(runc)

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from jetcheck.fixtures.binaries import DEFAULT_VERSION, wheel_binary
 from jetcheck.fixtures.process import NatsServerProcess
@@ -18,6 +19,12 @@ SERVER_VERSION = os.environ.get("JETCHECK_SERVER_VERSION", DEFAULT_VERSION)
 VENDOR_PASSWORD = "s3cret-pw"
 # The project's tests use the testing package's client variants (nats-py+<variant>) as a user's tests would.
 pytest_plugins = ["jetcheck.testing.plugin"]
+
+# CI replays the same examples every run (a red run must mean a change broke something); a developer's run
+# explores new ones. Loaded here, before test modules build their settings on the default profile.
+settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture(scope="session")

@@ -70,6 +70,8 @@ def test_redaction_helpers():
     """URL user info and known secret values are replaced wherever they appear."""
     assert redact_url("nats://tok@h:1") == f"nats://{REDACTED}@h:1"
     assert redact_url("nats://h:1") == "nats://h:1"
+    assert redact_url("nats://u:p@127.0.0.1:x") == f"nats://{REDACTED}@127.0.0.1:x"  # a bad port: shown, not parsed
+    assert redact_url("tls://u:p@[::1") == f"{REDACTED}@[::1"  # not a URL urlsplit reads
     assert redact_text("auth pw1 failed for pw12", ["pw1", "pw12", ""]) == f"auth {REDACTED} failed for {REDACTED}"
 
 

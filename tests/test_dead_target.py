@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 import time
 
+import nats.errors
+import pytest
+
 from jetcheck.conformance.certify import CERTIFY_INI, CHECKS_PACKAGE
 from jetcheck.fixtures.binaries import wheel_binary
 from jetcheck.fixtures.process import NatsServerProcess
+from jetcheck.fixtures.target import Target
 from jetcheck.records import RESULTS_FILE, read_results
 
 from .conftest import SERVER_VERSION
+from .fixtures.test_pause import wait_for_status
 
 SELECTION = "consumers or streams"
 STOP_BOUND_S = 10.0
@@ -79,3 +85,28 @@ def test_a_target_killed_mid_certify_stops_the_run_within_seconds(tmp_path):
     first = results.index(not_run[0])
     assert results[first:] == not_run, "a check ran after the run stopped"
     assert f"{len(not_run)} of {len(results)} checks not run" in errors, errors
+
+
+@pytest.mark.asyncio
+async def test_a_request_or_flush_waiting_on_a_target_that_dies_fails_at_once(tmp_path):
+    """A check's connection to a target killed mid-request ends its pending request and flush with
+    ConnectionClosedError at once, instead of waiting out their 5 s and 10 s timeouts."""
+    server = NatsServerProcess(wheel_binary(SERVER_VERSION), tmp_path / "server")
+    server.start()
+    try:
+        nc = await Target(url=server.url).connect()
+        server.pause()  # a server that answers nothing: neither the request nor the flush's PING
+        assert wait_for_status(server.pid, wanted=True)
+        request = asyncio.create_task(nc.request("jetcheck.silent", b"", timeout=30))
+        while nc.stats["out_msgs"] == 0:  # nats-py counts the request once it waits for the reply
+            await asyncio.sleep(0)
+        flush = asyncio.create_task(nc.flush(timeout=30))
+        await asyncio.sleep(0)  # one step of the flush task: its PING is sent and awaits the PONG
+        assert not request.done() and not flush.done()
+        server.kill()
+        done, _ = await asyncio.wait([request, flush], timeout=20)
+        assert done == {request, flush}, "a pending request or flush outlived its closed connection by 20 s"
+        for task in (request, flush):
+            assert isinstance(task.exception(), nats.errors.ConnectionClosedError), task.exception()
+    finally:
+        server.stop()

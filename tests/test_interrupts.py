@@ -24,6 +24,7 @@ from jetcheck.records import RESULTS_FILE
 from jetcheck.testing.synthetic import LoadSpec, sample_results, write_certify_run, write_load_run
 
 from .conftest import SERVER_VERSION
+from .durability.test_packet_loss import namespaces
 
 STOP_BUDGET_S = 5.0
 READY_TIMEOUT_S = 180.0
@@ -62,6 +63,15 @@ def case_for(command: str, tmp_path: Path, url: str) -> Case:
     if command == "matrix":  # certify of a managed server: a nats-server and its store in a temp directory
         argv = ["matrix", "--versions", SERVER_VERSION, "--out", str(out)]
         return Case(argv, has_a_line(out / SERVER_VERSION / RESULTS_FILE), False)
+    if command == "durability":  # a cluster of three nodes on loopback, their stores in a temp directory
+        argv = ["durability", "--duration", "300s", "--out", str(out)]
+        return Case(argv, mentions(tmp_path / "stdout", "cluster up:"), False)
+    if command == "durability-partitions":  # the same, its routes through relays in the command's own process
+        argv = ["durability", "--duration", "300s", "--faults", "partition-minority,stall-leader", "--out", str(out)]
+        return Case(argv, mentions(tmp_path / "stdout", "cluster up:"), False)
+    if command == "durability-loss":  # the same, in a network namespace of its own made by a second process
+        argv = ["durability", "--duration", "300s", "--faults", "lossy-leader", "--out", str(out)]
+        return Case(argv, mentions(tmp_path / "stdout", "cluster up:"), False)
     raise AssertionError(command)
 
 
@@ -89,7 +99,15 @@ SIGNALLED = [
     pytest.param(command, sig, id=f"{command}-{sig.name.lower()}")
     for command in ("run", "certify", "load", "matrix")
     for sig in (signal.SIGINT, signal.SIGTERM)
-] + [pytest.param("load-local", signal.SIGTERM, id="load-local-sigterm")]
+] + [
+    pytest.param("load-local", signal.SIGTERM, id="load-local-sigterm"),
+    *(pytest.param("durability", sig, id=f"durability-{sig.name.lower()}") for sig in (signal.SIGINT, signal.SIGTERM)),
+    pytest.param("durability-partitions", signal.SIGINT, id="durability-partitions-sigint"),
+    *(
+        pytest.param("durability-loss", sig, id=f"durability-loss-{sig.name.lower()}")
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    ),
+]
 
 
 @pytest.mark.parametrize(("command", "sig"), SIGNALLED)
@@ -102,6 +120,7 @@ def test_an_interrupted_command_stops_everything_it_started(tmp_path, embedded_s
     temp = tmp_path / "tmp"
     temp.mkdir()
     before = streams_on(embedded_server)
+    namespaces_before = namespaces()
     stdout, stderr = tmp_path / "stdout", tmp_path / "stderr"
     with open(stdout, "wb") as out, open(stderr, "wb") as err:
         proc = subprocess.Popen(
@@ -134,6 +153,8 @@ def test_an_interrupted_command_stops_everything_it_started(tmp_path, embedded_s
         assert sorted(p.name for p in temp.iterdir()) == []
         if case.url_target:
             assert streams_on(embedded_server) == before
+        if command == "durability-loss":
+            assert namespaces() == namespaces_before, "the run's network namespace is left behind"
     finally:
         if proc.poll() is None:
             proc.kill()

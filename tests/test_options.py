@@ -186,3 +186,9 @@ def test_certify_hands_pytest_the_options_it_resolved(monkeypatch):
     )
     cfg = resolve_from_args(args)
     assert resolve(cli={}, env=pytest_environment(cfg)) == cfg
+
+
+def test_a_spark_master_with_a_broken_address_is_refused_in_one_line(capsys):
+    """--master spark://[ (an unclosed IPv6 bracket, which urlsplit rejects) is a one-line refusal, exit 2."""
+    assert cli.validate(["report", "--in", "x", "--master", "spark://["]) == 2
+    assert capsys.readouterr().err.startswith("jetcheck: --master: expected a Spark master")

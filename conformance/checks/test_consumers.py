@@ -28,6 +28,21 @@ async def _consumer(nc, names, stream, **config: Any) -> str:
     return name
 
 
+async def _stream_and_consumer(nc, js, names, make_stream, tokens: tuple[str, ...], **config: Any) -> tuple[Any, str]:
+    """A new stream holding one message per token (`_publish`) and a consumer of it (`_consumer`, with `config`)."""
+    stream = await make_stream()
+    await _publish(js, stream, *tokens)
+    return stream, await _consumer(nc, names, stream, **config)
+
+
+async def _third_of_three_acked(nc, js, names, make_stream, ack_policy: str) -> tuple[Any, str]:
+    """Three messages fetched by a new consumer with `ack_policy`, and the third of them acked."""
+    stream, consumer = await _stream_and_consumer(nc, js, names, make_stream, ("a", "a", "a"), ack_policy=ack_policy)
+    messages = await _fetch(nc, stream, consumer, 3)
+    await _ack(nc, messages[2])
+    return stream, consumer
+
+
 async def _deliveries(nc, stream, consumer: str, count: int, wait: float) -> list[tuple[Any, float]]:
     """Pull until `count` deliveries arrived or `wait` passed; (message, seconds since the call) in arrival order."""
     started = time.monotonic()
@@ -132,18 +147,14 @@ async def test_ephemeral_consumer_gets_a_name_and_is_removed_when_inactive(nc, m
 @pytest.mark.rule("consumers.deliver-all")
 async def test_deliver_all_starts_at_the_first_message(nc, js, names, make_stream):
     """Deliver policy all delivers the stream from its first message."""
-    stream = await make_stream()
-    await _publish(js, stream, "a", "b", "a")
-    consumer = await _consumer(nc, names, stream, deliver_policy="all")
+    stream, consumer = await _stream_and_consumer(nc, js, names, make_stream, ("a", "b", "a"), deliver_policy="all")
     assert _seqs(await _fetch(nc, stream, consumer, 3)) == [1, 2, 3]
 
 
 @pytest.mark.rule("consumers.deliver-last")
 async def test_deliver_last_starts_at_the_last_message(nc, js, names, make_stream):
     """Deliver policy last starts at the stream's last message."""
-    stream = await make_stream()
-    await _publish(js, stream, "a", "b", "a")
-    consumer = await _consumer(nc, names, stream, deliver_policy="last")
+    stream, consumer = await _stream_and_consumer(nc, js, names, make_stream, ("a", "b", "a"), deliver_policy="last")
     info = await consumer_info(nc, stream.name, consumer)
     assert info["num_pending"] == 1, f"deliver last must leave only the last message pending: {info['num_pending']}"
     assert _seqs(await _fetch(nc, stream, consumer, 1)) == [3]
@@ -152,9 +163,7 @@ async def test_deliver_last_starts_at_the_last_message(nc, js, names, make_strea
 @pytest.mark.rule("consumers.deliver-new")
 async def test_deliver_new_delivers_only_later_messages(nc, js, names, make_stream):
     """Deliver policy new skips every message stored before the consumer was created."""
-    stream = await make_stream()
-    await _publish(js, stream, "a", "b", "a")
-    consumer = await _consumer(nc, names, stream, deliver_policy="new")
+    stream, consumer = await _stream_and_consumer(nc, js, names, make_stream, ("a", "b", "a"), deliver_policy="new")
     info = await consumer_info(nc, stream.name, consumer)
     assert info["num_pending"] == 0, f"earlier messages pending for deliver new: {info['num_pending']}"
     await _publish(js, stream, "c")
@@ -164,9 +173,9 @@ async def test_deliver_new_delivers_only_later_messages(nc, js, names, make_stre
 @pytest.mark.rule("consumers.deliver-by-start-sequence")
 async def test_deliver_by_start_sequence_starts_at_opt_start_seq(nc, js, names, make_stream):
     """Deliver policy by_start_sequence starts at opt_start_seq."""
-    stream = await make_stream()
-    await _publish(js, stream, "a", "b", "a")
-    consumer = await _consumer(nc, names, stream, deliver_policy="by_start_sequence", opt_start_seq=2)
+    stream, consumer = await _stream_and_consumer(
+        nc, js, names, make_stream, ("a", "b", "a"), deliver_policy="by_start_sequence", opt_start_seq=2
+    )
     assert _seqs(await _fetch(nc, stream, consumer, 2)) == [2, 3]
 
 
@@ -225,11 +234,7 @@ async def test_conflicting_start_options_are_rejected_with_10094(nc, names, make
 @pytest.mark.rule("consumers.ack-explicit")
 async def test_explicit_ack_acknowledges_only_that_message(nc, js, names, make_stream):
     """With ack explicit, acking the third message leaves the first two pending and the ack floor at 0."""
-    stream = await make_stream()
-    await _publish(js, stream, "a", "a", "a")
-    consumer = await _consumer(nc, names, stream, ack_policy="explicit")
-    messages = await _fetch(nc, stream, consumer, 3)
-    await _ack(nc, messages[2])
+    stream, consumer = await _third_of_three_acked(nc, js, names, make_stream, "explicit")
     want = {"num_ack_pending": 2, "ack_floor.stream_seq": 0}
     assert await _info_reaches(nc, stream, consumer, want) == want
 
@@ -237,11 +242,7 @@ async def test_explicit_ack_acknowledges_only_that_message(nc, js, names, make_s
 @pytest.mark.rule("consumers.ack-all")
 async def test_ack_all_acknowledges_every_earlier_message(nc, js, names, make_stream):
     """With ack all, acking the third message acknowledges the first two as well."""
-    stream = await make_stream()
-    await _publish(js, stream, "a", "a", "a")
-    consumer = await _consumer(nc, names, stream, ack_policy="all")
-    messages = await _fetch(nc, stream, consumer, 3)
-    await _ack(nc, messages[2])
+    stream, consumer = await _third_of_three_acked(nc, js, names, make_stream, "all")
     want = {"num_ack_pending": 0, "ack_floor.stream_seq": 3}
     assert await _info_reaches(nc, stream, consumer, want) == want
 
@@ -249,9 +250,9 @@ async def test_ack_all_acknowledges_every_earlier_message(nc, js, names, make_st
 @pytest.mark.rule("consumers.ack-none")
 async def test_ack_none_leaves_nothing_pending(nc, js, names, make_stream):
     """With ack none, delivered messages are not pending acknowledgement and the ack floor follows delivery."""
-    stream = await make_stream()
-    await _publish(js, stream, "a", "a", "a")
-    consumer = await _consumer(nc, names, stream, ack_policy="none", ack_wait=200 * MS)
+    stream, consumer = await _stream_and_consumer(
+        nc, js, names, make_stream, ("a", "a", "a"), ack_policy="none", ack_wait=200 * MS
+    )
     assert len(await _fetch(nc, stream, consumer, 3)) == 3
     want = {"num_ack_pending": 0, "ack_floor.stream_seq": 3, "num_redelivered": 0}
     assert await _info_reaches(nc, stream, consumer, want) == want
@@ -277,9 +278,7 @@ async def test_ack_policy_cannot_be_updated(nc, names, make_stream):
 async def test_unacked_message_is_redelivered_after_ack_wait(nc, js, names, make_stream, observe):
     """A message not acked within ack_wait is redelivered with its delivery count increased."""
     ack_wait = 0.3
-    stream = await make_stream()
-    await _publish(js, stream, "a")
-    consumer = await _consumer(nc, names, stream, ack_wait=int(ack_wait * NS))
+    stream, consumer = await _stream_and_consumer(nc, js, names, make_stream, ("a",), ack_wait=int(ack_wait * NS))
     got = await _deliveries(nc, stream, consumer, 2, wait=ack_wait + 3.0)
     assert len(got) == 2, f"no redelivery within {ack_wait + 3.0:.1f}s of a {ack_wait}s ack_wait"
     (first, t1), (again, t2) = got
@@ -291,9 +290,7 @@ async def test_unacked_message_is_redelivered_after_ack_wait(nc, js, names, make
 
 async def _redelivery_after(nc, js, names, make_stream, ack_payload: bytes, ack_wait: float, wait: float):
     """Deliver one message, answer it with `ack_payload`; (seconds until it came again or None, the first msg)."""
-    stream = await make_stream()
-    await _publish(js, stream, "a")
-    consumer = await _consumer(nc, names, stream, ack_wait=int(ack_wait * NS))
+    stream, consumer = await _stream_and_consumer(nc, js, names, make_stream, ("a",), ack_wait=int(ack_wait * NS))
     (first,) = await _fetch(nc, stream, consumer, 1)
     await _ack(nc, first, ack_payload)
     again = await _deliveries(nc, stream, consumer, 1, wait=wait)
@@ -326,9 +323,7 @@ async def test_nak_with_delay_redelivers_after_the_delay(nc, js, names, make_str
 async def test_in_progress_restarts_the_ack_timer(nc, js, names, make_stream, observe):
     """A +WPI restarts ack_wait: the message comes again only ack_wait after the +WPI."""
     ack_wait, progress_at = 0.6, 0.4
-    stream = await make_stream()
-    await _publish(js, stream, "a")
-    consumer = await _consumer(nc, names, stream, ack_wait=int(ack_wait * NS))
+    stream, consumer = await _stream_and_consumer(nc, js, names, make_stream, ("a",), ack_wait=int(ack_wait * NS))
     (first,) = await _fetch(nc, stream, consumer, 1)
     delivered_at = time.monotonic()
     await asyncio.sleep(progress_at)  # the behaviour under test is the timer: report progress inside ack_wait
@@ -358,9 +353,9 @@ async def test_term_stops_redelivery(nc, js, names, make_stream):
 async def test_message_is_delivered_at_most_max_deliver_times(nc, js, names, make_stream):
     """With max_deliver 2 a never-acked message is delivered twice and then no more."""
     ack_wait = 0.2
-    stream = await make_stream()
-    await _publish(js, stream, "a")
-    consumer = await _consumer(nc, names, stream, ack_wait=int(ack_wait * NS), max_deliver=2)
+    stream, consumer = await _stream_and_consumer(
+        nc, js, names, make_stream, ("a",), ack_wait=int(ack_wait * NS), max_deliver=2
+    )
     # Six ack_waits: a server ignoring max_deliver redelivers several more times inside this window.
     got = await _deliveries(nc, stream, consumer, 5, wait=ack_wait * 6)
     counts = [m.metadata.num_delivered for m, _ in got]
@@ -424,9 +419,9 @@ async def test_backoff_longer_than_max_deliver_is_rejected_with_10116(nc, names,
 @pytest.mark.rule("consumers.max-ack-pending")
 async def test_no_more_than_max_ack_pending_are_delivered_unacked(nc, js, names, make_stream):
     """With max_ack_pending 2, a pull for 5 gets 2; acking one lets exactly one more through."""
-    stream = await make_stream()
-    await _publish(js, stream, "a", "a", "a", "a", "a")
-    consumer = await _consumer(nc, names, stream, max_ack_pending=2)
+    stream, consumer = await _stream_and_consumer(
+        nc, js, names, make_stream, ("a", "a", "a", "a", "a"), max_ack_pending=2
+    )
     first = await _deliveries(nc, stream, consumer, 5, wait=0.6)
     assert _seqs([m for m, _ in first]) == [1, 2], f"max_ack_pending 2 let through {_seqs([m for m, _ in first])}"
     await _ack(nc, first[0][0])
@@ -515,9 +510,7 @@ async def test_info_counts_pending_ack_pending_delivered_and_ack_floor(nc, js, n
 async def test_info_counts_redelivered_messages(nc, js, names, make_stream):
     """Two unacked messages redelivered count num_redelivered 2; acking one leaves 1."""
     ack_wait = 0.2
-    stream = await make_stream()
-    await _publish(js, stream, "a", "a")
-    consumer = await _consumer(nc, names, stream, ack_wait=int(ack_wait * NS))
+    stream, consumer = await _stream_and_consumer(nc, js, names, make_stream, ("a", "a"), ack_wait=int(ack_wait * NS))
     got = await _deliveries(nc, stream, consumer, 4, wait=ack_wait + 3.0)
     assert [m.metadata.num_delivered for m, _ in got] == [1, 1, 2, 2], "both messages should be redelivered once"
     want = {"num_redelivered": 2, "num_ack_pending": 2}

@@ -72,6 +72,18 @@ def _show(entry: KvEntry | None) -> str:
     return f"{entry.key}@{entry.revision}:{entry.operation}={entry.value!r}"
 
 
+async def _yielded(client, watch: Watch, documented: str, count: int | None = None, of: str = "") -> list[str]:
+    """The watch's next updates as `_show` writes them: up to the end-of-initial-data signal, or `count` of them
+    (conformance.watching.watched). A missing one fails the check with what the ADR says (`documented`) and whose
+    watch it is (of what: `of`)."""
+    return [_show(update) for update in await watched(watch, _show, count, f"{documented}; {who(client)}'s watch{of}")]
+
+
+async def _later_changes(client, watch: Watch, count: int) -> list[str]:
+    """The next `count` changes the client's watch yields after the end of initial data, shown."""
+    return await _yielded(client, watch, "ADR-8: each change after the end of initial data", count)
+
+
 @pytest.fixture
 def bucket(names):
     return names.bucket()
@@ -382,16 +394,14 @@ async def test_watch_sends_latest_entries_then_end_of_data_then_updates(client, 
         await kv.put("b", b"x")
         await kv.delete("b")
         async with watching(client, kv.watch(), "ADR-8 Watch") as watch:
-            expected = f"ADR-8: the end-of-initial-data signal after the latest entries; {who(client)}'s watch"
-            initial = [_show(e) for e in await watched(watch, _show, expected=expected)]
+            initial = await _yielded(client, watch, "ADR-8: the end-of-initial-data signal after the latest entries")
             assert initial == ["a@2:PUT=b'2'", "b@4:DEL=b''", "<end of initial data>"], (
                 "ADR-8: the latest entry of every key, deletes included, then the end of initial data; "
                 f"{who(client)}'s watch yielded {initial}"
             )
             await kv.put("c", b"new")
             await kv.purge("a")
-            changes = f"ADR-8: each change after the end of initial data; {who(client)}'s watch"
-            later = [_show(e) for e in await watched(watch, _show, count=2, expected=changes)]
+            later = await _later_changes(client, watch, 2)
             assert later == ["c@5:PUT=b'new'", "a@6:PURGE=b''"], (
                 f"ADR-8: each later change; after a put of c and a purge of a {who(client)}'s watch yielded {later}"
             )
@@ -401,15 +411,15 @@ async def test_watch_sends_latest_entries_then_end_of_data_then_updates(client, 
 async def test_watch_of_nothing_sends_end_of_data(client, target, bucket):
     """A watch on an empty bucket, and on an empty range of a filled one, first sends the end-of-data signal."""
     async with client_kv(client, target, bucket) as kv:
-        expected = f"ADR-8: 'The signal must always be sent'; {who(client)}'s watch of an"
+        expected = "ADR-8: 'The signal must always be sent'"
         async with watching(client, kv.watch(), "ADR-8 Watch") as empty:
-            got = [_show(u) for u in await watched(empty, _show, expected=f"{expected} empty bucket")]
+            got = await _yielded(client, empty, expected, of=" of an empty bucket")
             assert got == ["<end of initial data>"], (
                 f"ADR-8: 'The signal must always be sent'; {who(client)}'s watch of an empty bucket yielded {got}"
             )
         await kv.put("a", b"1")
         async with watching(client, kv.watch("z.>"), "ADR-8 Watch of a range") as none_match:
-            got = [_show(u) for u in await watched(none_match, _show, expected=f"{expected} empty range")]
+            got = await _yielded(client, none_match, expected, of=" of an empty range")
             assert got == ["<end of initial data>"], (
                 f"ADR-8: 'The signal must always be sent'; {who(client)}'s watch of an empty range yielded {got}"
             )
@@ -422,15 +432,14 @@ async def test_watch_on_a_range_sees_only_its_keys(client, target, bucket):
         await kv.put("x.1", b"a")
         await kv.put("y.1", b"b")
         async with watching(client, kv.watch("x.*"), "ADR-8 Watch of a range") as watch:
-            expected = f"ADR-8: the end-of-initial-data signal after the range's entries; {who(client)}'s watch('x.*')"
-            initial = [_show(e) for e in await watched(watch, _show, expected=expected)]
+            expected = "ADR-8: the end-of-initial-data signal after the range's entries"
+            initial = await _yielded(client, watch, expected, of="('x.*')")
             assert initial == ["x.1@1:PUT=b'a'", "<end of initial data>"], (
                 f"ADR-8: only the keys of the range; {who(client)}'s watch('x.*') yielded {initial}"
             )
             await kv.put("y.2", b"c")
             await kv.put("x.2", b"d")
-            changes = f"ADR-8: each change after the end of initial data; {who(client)}'s watch"
-            later = [_show(e) for e in await watched(watch, _show, count=1, expected=changes)]
+            later = await _later_changes(client, watch, 1)
             assert later == ["x.2@4:PUT=b'd'"], (
                 f"ADR-8: only the keys of the range; after puts of y.2 and x.2 {who(client)}'s watch('x.*') yielded "
                 f"{later}"
@@ -445,8 +454,9 @@ async def test_watch_with_history_sends_every_retained_revision(client, target, 
             await kv.put("a", value)
         await kv.put("b", b"x")
         async with watching(client, kv.watch(include_history=True), "ADR-8 IncludeHistory") as watch:
-            expected = f"ADR-8 IncludeHistory: the end-of-initial-data signal after the history; {who(client)}'s watch"
-            shown = [_show(e) for e in await watched(watch, _show, expected=expected)]
+            shown = await _yielded(
+                client, watch, "ADR-8 IncludeHistory: the end-of-initial-data signal after the history"
+            )
     assert shown == ["a@2:PUT=b'2'", "a@3:PUT=b'3'", "b@4:PUT=b'x'", "<end of initial data>"], (
         f"ADR-8 IncludeHistory: every retained revision, then the end of initial data; {who(client)} yielded {shown}"
     )
@@ -462,15 +472,13 @@ async def test_watch_ignoring_deletes_sends_only_values(client, target, bucket):
         await kv.put("c", b"3")
         await kv.purge("c")
         async with watching(client, kv.watch(ignore_deletes=True), "ADR-8 IgnoreDeletes") as watch:
-            expected = f"ADR-8 IgnoreDeletes: the end-of-initial-data signal still; {who(client)}'s watch"
-            initial = [_show(e) for e in await watched(watch, _show, expected=expected)]
+            initial = await _yielded(client, watch, "ADR-8 IgnoreDeletes: the end-of-initial-data signal still")
             assert initial == ["a@1:PUT=b'1'", "<end of initial data>"], (
                 f"ADR-8 IgnoreDeletes: 'Only sends PUT operation entries'; {who(client)} yielded {initial}"
             )
             await kv.delete("a")
             await kv.put("d", b"4")
-            changes = f"ADR-8: each change after the end of initial data; {who(client)}'s watch"
-            later = [_show(e) for e in await watched(watch, _show, count=1, expected=changes)]
+            later = await _later_changes(client, watch, 1)
             assert later == ["d@7:PUT=b'4'"], (
                 f"ADR-8 IgnoreDeletes: 'Only sends PUT operation entries'; after a delete of a and a put of d "
                 f"{who(client)} yielded {later}"
@@ -491,12 +499,10 @@ async def test_watch_updates_only_sends_only_later_changes(client, target, bucke
             )
         try:
             expected = "ADR-8 UpdatesOnly: 'The End Of Initial Data marker is sent as soon as the watch starts'"
-            whose = f"{expected}; {who(client)}'s watch"
-            first = [_show(u) for u in await watched(watch, _show, count=1, expected=whose)]
+            first = await _yielded(client, watch, expected, 1)
             assert first == ["<end of initial data>"], f"{expected}; {who(client)} yielded {first} first"
             await kv.put("b", b"new")
-            changes = f"ADR-8: each change after the end of initial data; {who(client)}'s watch"
-            later = [_show(e) for e in await watched(watch, _show, count=1, expected=changes)]
+            later = await _later_changes(client, watch, 1)
             assert later == ["b@2:PUT=b'new'"], (
                 f"ADR-8 UpdatesOnly: only changes after the watch started; after a put of b {who(client)} yielded "
                 f"{later}"

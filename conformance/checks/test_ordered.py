@@ -7,6 +7,7 @@ publishes and inspects consumers over its own direct connection, so only the cli
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import itertools
 from collections import Counter
@@ -116,15 +117,22 @@ async def consume_initial(client, sub, count: int) -> list:
     return got
 
 
+@contextlib.asynccontextmanager
+async def consuming(client, target, proxied, observe, stream, idle_heartbeat: float, count: int = 3):
+    """The client's ordered consumer of the whole stream, through the proxy, once it delivered the `count` messages
+    the stream holds; yields (session, subscription, those deliveries)."""
+    async with connected(client, proxied.url, target.credentials) as s:
+        sub = await ordered(client, s, observe, stream.name, stream.subject(">"), idle_heartbeat=idle_heartbeat)
+        yield s, sub, await consume_initial(client, sub, count)
+
+
 @pytest.mark.rule("ordered.gap-recovered")
 async def test_a_dropped_delivery_is_redelivered_in_order(client, target, proxied, js, nc, make_stream, observe):
     """A delivery lost in transit makes the ordered consumer reset; every message arrives once, in order."""
     stream = await make_stream()
     subject = stream.subject("x")
     expected = await publish(js, [subject] * 3)
-    async with connected(client, proxied.url, target.credentials) as s:
-        sub = await ordered(client, s, observe, stream.name, stream.subject(">"), idle_heartbeat=heartbeat(client))
-        await consume_initial(client, sub, 3)
+    async with consuming(client, target, proxied, observe, stream, heartbeat(client)) as (s, sub, _):
         proxied.drop_delivery(2)  # the 2nd delivery from now on never reaches the client
         fault_at = now()
         expected += await publish(js, [subject] * 5)
@@ -247,9 +255,7 @@ async def test_a_deleted_consumer_is_recreated_without_loss(client, target, prox
     stream = await make_stream()
     subject = stream.subject("x")
     expected = await publish(js, [subject] * 3)
-    async with connected(client, proxied.url, target.credentials) as s:
-        sub = await ordered(client, s, observe, stream.name, stream.subject(">"), idle_heartbeat=heartbeat(client))
-        first = await consume_initial(client, sub, 3)
+    async with consuming(client, target, proxied, observe, stream, heartbeat(client)) as (s, sub, first):
         fault_at = now()
         await delete_consumer(target, stream.name, first[-1].consumer)
         new = await publish(js, [subject] * 3)
@@ -270,9 +276,7 @@ async def test_a_server_restart_loses_and_repeats_nothing(
     stream = await make_stream(storage="file")
     subject = stream.subject("x")
     expected = await publish(js, [subject] * 3)
-    async with connected(client, proxied.url, target.credentials) as s:
-        sub = await ordered(client, s, observe, stream.name, stream.subject(">"), idle_heartbeat=heartbeat(client))
-        await consume_initial(client, sub, 3)
+    async with consuming(client, target, proxied, observe, stream, heartbeat(client)) as (s, sub, _):
         fault_at = now()
         observe("restart_s", round(await restart_server(target, graceful=graceful), 3))
         direct = await target.connect()  # the check's own connection did not survive the restart
@@ -296,9 +300,7 @@ async def test_a_stall_longer_than_two_heartbeats_loses_and_repeats_nothing(
     stream = await make_stream()
     subject = stream.subject("x")
     expected = await publish(js, [subject] * 3)
-    async with connected(client, proxied.url, target.credentials) as s:
-        sub = await ordered(client, s, observe, stream.name, stream.subject(">"), idle_heartbeat=hb)
-        await consume_initial(client, sub, 3)
+    async with consuming(client, target, proxied, observe, stream, hb) as (s, sub, _):
         fault_at = now()
         proxied.stall(5 * hb)
         new = await publish(js, [subject] * 3)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from jetcheck.conformance.jsapi import NS, PullReply, RawPull, api, consumer_info, create_consumer, pull
+from jetcheck.conformance.jsapi import NS, PullReply, RawPull, api, consumer_info, create_consumer, eventually, pull
 from jetcheck.versions import parse_version
 
 pytestmark = pytest.mark.asyncio
@@ -183,9 +183,14 @@ async def test_waiting_request_ends_409_when_the_consumer_is_deleted(nc, names, 
     stream = await make_stream()
     consumer = await _consumer(nc, names, stream)
     waiting = await RawPull(nc, stream.name, consumer).send({"batch": 1, "expires": 5 * NS})
+
+    async def is_waiting() -> bool:  # the server queues a pull request before the consumer takes it
+        return (await consumer_info(nc, stream.name, consumer))["num_waiting"] == 1
+
     try:
+        assert await eventually(is_waiting, timeout=5), "the pull request never showed as waiting on the consumer"
         await api(nc, f"$JS.API.CONSUMER.DELETE.{stream.name}.{consumer}")
-        reply = await waiting.collect(wait=1.5)
+        reply = await waiting.collect(wait=3.0)
     finally:
         await waiting.close()
     assert _status(reply) == ("409", "Consumer Deleted"), f"status {_status(reply)}"

@@ -241,7 +241,7 @@ class DriverProcess:
                 settle = self._pending.pop(message["id"], None)
                 if settle is not None:
                     settle(message)
-            elif message.get("type") in ("delivery", "watch"):
+            elif message.get("type") in ("delivery", "watch", "load"):
                 self._dispatch(("sub", str(message.get("sub"))), message)
             elif message.get("type") == "event":
                 self._dispatch(("session", str(message.get("session"))), message)

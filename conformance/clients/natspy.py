@@ -76,6 +76,17 @@ def delivery(msg: Msg) -> Delivery:
     )
 
 
+def start_config(start: StartPolicy | None, **config) -> api.ConsumerConfig:
+    """nats-py's consumer config starting where `start` says (all when None), with `config` besides."""
+    start = start or StartPolicy()
+    return api.ConsumerConfig(
+        deliver_policy=api.DeliverPolicy(start.deliver_policy),
+        opt_start_seq=start.seq,
+        opt_start_time=start.time,
+        **config,
+    )
+
+
 class NatsPySubscription:
     def __init__(self, sub) -> None:
         self.sub = sub
@@ -113,16 +124,10 @@ class NatsPySession:
         start: StartPolicy | None = None,
         inactive_threshold: float | None = None,
     ) -> NatsPySubscription:
-        start = start or StartPolicy()
-        config = api.ConsumerConfig(
-            deliver_policy=api.DeliverPolicy(start.deliver_policy),
-            opt_start_seq=start.seq,
-            opt_start_time=start.time,
-        )
-        return await self._subscribe(
+        return await self.subscribe(
             stream,
             subject,
-            config=config,
+            config=start_config(start),
             ordered_consumer=True,
             idle_heartbeat=idle_heartbeat,
             inactive_threshold=inactive_threshold,
@@ -140,7 +145,7 @@ class NatsPySession:
     ) -> NatsPySubscription:
         config = api.ConsumerConfig(ack_policy=api.AckPolicy.NONE)
         try:
-            return await self._subscribe(
+            return await self.subscribe(
                 stream,
                 subject,
                 config=config,
@@ -157,7 +162,8 @@ class NatsPySession:
     async def consume(self, stream: str, consumer: str, **options) -> NatsPySubscription:
         raise Unsupported("unsupported", f"nats-py {metadata.version('nats-py')} has no continuous pull consumption")
 
-    async def _subscribe(self, stream: str, subject: str, **options) -> NatsPySubscription:
+    async def subscribe(self, stream: str, subject: str, **options) -> NatsPySubscription:
+        """nats-py's JetStream push subscription (js.subscribe with `options`), delivering into its inbox."""
         holder = NatsPySubscription(None)
         holder.sub = await self.js.subscribe(subject, stream=stream, cb=holder.on_msg, **options)
         self.subscriptions.append(holder)

@@ -38,11 +38,10 @@ from jetcheck.conformance.clients.base import (
     Delivery,
     EventLog,
     Inbox,
-    StartPolicy,
     Watch,
 )
 from jetcheck.conformance.clients.driven import MISBEHAVE_MODES
-from jetcheck.conformance.clients.natspy import NatsPySession, NatsPySubscription, delivery
+from jetcheck.conformance.clients.natspy import NatsPySession, NatsPySubscription, delivery, start_config
 from jetcheck.errors import ConfigError
 
 NS = 1_000_000_000
@@ -299,37 +298,19 @@ def misbehaving(mode: str):
 
 
 class NeverReset(WrappedSession):
-    async def ordered(
-        self,
-        stream: str,
-        subject: str,
-        *,
-        idle_heartbeat: float | None = None,
-        start: StartPolicy | None = None,
-        inactive_threshold: float | None = None,
-    ) -> NatsPySubscription:
-        start = start or StartPolicy()
-        config = api.ConsumerConfig(
-            deliver_policy=api.DeliverPolicy(start.deliver_policy),
-            opt_start_seq=start.seq,
-            opt_start_time=start.time,
+    async def ordered(self, stream: str, subject: str, *, start=None, idle_heartbeat=None, inactive_threshold=None):
+        """A plain push consumer with nats-py's ordered settings, which nothing recreates."""
+        config = start_config(
+            start,
             ack_policy=api.AckPolicy.NONE,
             max_deliver=1,
             mem_storage=True,
             num_replicas=1,
             inactive_threshold=inactive_threshold,
         )
-        holder = NatsPySubscription(None)
-        holder.sub = await self.inner.js.subscribe(
-            subject,
-            stream=stream,
-            cb=holder.on_msg,
-            config=config,
-            flow_control=True,
-            idle_heartbeat=idle_heartbeat or 5.0,
+        return await self.inner.subscribe(
+            stream, subject, config=config, flow_control=True, idle_heartbeat=idle_heartbeat or 5.0
         )
-        self.inner.subscriptions.append(holder)
-        return holder
 
 
 class WatchedPush(NatsPySubscription):

@@ -180,39 +180,45 @@ def test_a_js_version_not_on_npm_is_one_line_listing_the_releases(fake_npm):
         _js_release(fake_npm, "@nats-io/jetstream", "3.1.0", exact=True)
 
 
-def test_no_go_at_all_is_one_line_with_the_version_go_mod_needs(monkeypatch):
-    monkeypatch.setenv("PATH", "/nonexistent")
-    monkeypatch.setattr(build, "GO_PLACES", ())
+@pytest.fixture
+def only_go(monkeypatch, tmp_path):
+    """`only_go(line)`: the one go there is (on PATH, none in GO_PLACES) is a script printing `line` for `go version`;
+    returns its path. `only_go(None)`: there is no go at all."""
+
+    def install(version_line: str | None) -> Path | None:
+        monkeypatch.setattr(build, "GO_PLACES", ())
+        if version_line is None:
+            monkeypatch.setenv("PATH", "/nonexistent")
+            return None
+        go = tmp_path / "go"
+        go.write_text(f"#!/bin/sh\necho {version_line}\n")
+        go.chmod(0o755)
+        monkeypatch.setenv("PATH", str(tmp_path))
+        return go
+
+    return install
+
+
+def test_no_go_at_all_is_one_line_with_the_version_go_mod_needs(only_go):
+    only_go(None)
     with pytest.raises(ConfigError, match=r"^the nats\.go driver needs Go >= 1\.26\.0: no go on PATH or in /usr/local"):
         find_go(Version("1.26.0"))
 
 
-def test_a_go_too_old_to_fetch_a_toolchain_is_named(monkeypatch, tmp_path):
+def test_a_go_too_old_to_fetch_a_toolchain_is_named(only_go):
     """Debian's go 1.19 can neither build the driver nor fetch a newer toolchain (GOTOOLCHAIN needs 1.21)."""
-    old_go = tmp_path / "go"
-    old_go.write_text("#!/bin/sh\necho go1.19.8\n")
-    old_go.chmod(0o755)
-    monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr(build, "GO_PLACES", ())
+    old_go = only_go("go1.19.8")
     with pytest.raises(ConfigError, match=rf"needs Go >= 1\.26\.0; the newest found is go1\.19\.8 at {old_go}$"):
         find_go(Version("1.26.0"))
 
 
-def test_a_go_between_1_21_and_the_required_fetches_the_toolchain(monkeypatch, tmp_path):
-    go = tmp_path / "go"
-    go.write_text("#!/bin/sh\necho go1.24.1\n")
-    go.chmod(0o755)
-    monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr(build, "GO_PLACES", ())
+def test_a_go_between_1_21_and_the_required_fetches_the_toolchain(only_go):
+    go = only_go("go1.24.1")
     assert find_go(Version("1.26.0")) == (str(go), {**os.environ, "GOTOOLCHAIN": "auto"})
 
 
 @pytest.mark.parametrize("reported", ["go1.26rc1", "go1.25.3 X:boringcrypto"])
-def test_a_go_older_than_required_is_older_however_it_spells_its_version(monkeypatch, tmp_path, reported):
+def test_a_go_older_than_required_is_older_however_it_spells_its_version(only_go, reported):
     """go1.26rc1 comes before go1.26.0 and a GOEXPERIMENT suffix is no part of the version: both fetch 1.26.0."""
-    go = tmp_path / "go"
-    go.write_text(f"#!/bin/sh\necho {reported}\n")
-    go.chmod(0o755)
-    monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr(build, "GO_PLACES", ())
+    go = only_go(reported)
     assert find_go(Version("1.26.0")) == (str(go), {**os.environ, "GOTOOLCHAIN": "auto"})

@@ -9,8 +9,17 @@ import threading
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
-from jetcheck.conformance.clients.base import ERROR, MISSED_HEARTBEAT, RESET, Documented, ObjectInfo, Unsupported
+from jetcheck.conformance.clients.base import (
+    ERROR,
+    MISSED_HEARTBEAT,
+    RESET,
+    Documented,
+    ObjectInfo,
+    Unsupported,
+    connected,
+)
 from jetcheck.conformance.clients.driver import DriverAdapter, DriverGone
 from jetcheck.fixtures.target import Credentials
 
@@ -41,11 +50,16 @@ def slow_starting_adapter():
     made.shutdown()
 
 
+@pytest_asyncio.fixture
+async def session(adapter):
+    """A session of the fake driver's client, closed afterwards."""
+    async with connected(adapter, "nats://127.0.0.1:1", Credentials()) as made:
+        yield made
+
+
 @pytest.mark.asyncio
-async def test_the_adapter_learns_the_exact_version_from_hello(adapter):
+async def test_the_adapter_learns_the_exact_version_from_hello(adapter, session):
     """The version is the one the driver reports, spelled without Go's `v`; the name is the client's."""
-    session = await adapter.connect("nats://127.0.0.1:1", Credentials())
-    await session.close()
     assert (adapter.name, adapter.version) == ("fake", "9.9.9")
 
 
@@ -64,11 +78,9 @@ async def test_a_long_request_does_not_hold_up_others(adapter):
 
 
 @pytest.mark.asyncio
-async def test_a_fetch_outcome_carries_the_heartbeat_the_client_used(adapter):
+async def test_a_fetch_outcome_carries_the_heartbeat_the_client_used(session):
     """The fetch's effective_idle_heartbeat_s, as the driver reports it, reaches the check."""
-    session = await adapter.connect("nats://127.0.0.1:1", Credentials())
     outcome = await session.fetch("S", "C", batch=1, expires=0.1, idle_heartbeat=0.3)
-    await session.close()
     assert outcome.effective_idle_heartbeat_s == 0.5  # the fake raises it as nats.js does
 
 
@@ -96,10 +108,9 @@ async def test_deliveries_reach_the_subscriptions_inbox_with_driver_times_on_the
 
 
 @pytest.mark.asyncio
-async def test_a_kv_watch_yields_the_entries_and_end_of_data_the_driver_streams_for_it(adapter):
+async def test_a_kv_watch_yields_the_entries_and_end_of_data_the_driver_streams_for_it(session):
     """`watch` records reach the watch whose sub they name, in order, `entry: null` as None; a record for a sub
     nobody asked for is dropped; stop() asks the driver to stop that sub."""
-    session = await adapter.connect("nats://127.0.0.1:1", Credentials())
     kv = await session.kv_create("B")
     watch = await kv.watch("a.>", ignore_deletes=True)
     updates = [await watch.next(5.0) for _ in range(3)]
@@ -108,26 +119,21 @@ async def test_a_kv_watch_yields_the_entries_and_end_of_data_the_driver_streams_
     with pytest.raises(TimeoutError):
         await watch.next(0.2)
     await watch.stop()
-    await session.close()
 
 
 @pytest.mark.asyncio
-async def test_an_object_store_watch_yields_infos_and_end_of_data(adapter):
-    session = await adapter.connect("nats://127.0.0.1:1", Credentials())
+async def test_an_object_store_watch_yields_infos_and_end_of_data(session):
     store = await session.object_store("B")
     watch = await store.watch(include_history=True)
     assert [await watch.next(5.0) for _ in range(2)] == [ObjectInfo(name="o", bucket="B", size=3), None]
     await watch.stop()
-    await session.close()
 
 
 @pytest.mark.asyncio
-async def test_a_watch_option_the_client_lacks_is_unsupported(adapter):
-    session = await adapter.connect("nats://127.0.0.1:1", Credentials())
+async def test_a_watch_option_the_client_lacks_is_unsupported(session):
     kv = await session.kv_create("B")
     with pytest.raises(Unsupported, match="fake: no ranges"):
         await kv.watch("unsupported.>")
-    await session.close()
 
 
 def test_a_driver_speaking_an_older_protocol_is_refused():
@@ -150,9 +156,8 @@ async def test_misbehave_modes_reach_the_driver_and_the_name(adapter):
 
 
 @pytest.mark.asyncio
-async def test_events_are_mapped_onto_the_event_log_kinds(adapter):
+async def test_events_are_mapped_onto_the_event_log_kinds(session):
     """missed-heartbeat and reset keep their kinds; a kind jetcheck does not know is an error naming it."""
-    session = await adapter.connect("nats://127.0.0.1:1", Credentials())
     since = asyncio.get_running_loop().time() - 0.05
     await session.push("S", "missed-heartbeat,reset,strange", idle_heartbeat=0.5)
     assert await session.events.wait_for(ERROR, since, 5.0) is not None
@@ -162,7 +167,6 @@ async def test_events_are_mapped_onto_the_event_log_kinds(adapter):
         (RESET, "fake reset"),
         (ERROR, "strange: fake strange"),
     ]
-    await session.close()
 
 
 @pytest.mark.asyncio

@@ -12,6 +12,13 @@ from jetcheck.records import RESULTS_FILE, read_results
 
 pytest_plugins = ["pytester"]
 
+
+def check_module(*checks: tuple[str, str, str], imports: str = "") -> str:
+    """The source of a module of checks, one per (rule id, function name, body line)."""
+    written = [f'@pytest.mark.rule("{rule}")\ndef {name}():\n    {body}\n' for rule, name, body in checks]
+    return "import pytest\n" + imports + "\n" + "\n".join(written)
+
+
 CHECKS = """
 import pytest
 from jetcheck.conformance.plugin import na
@@ -100,15 +107,7 @@ def test_statuses_follow_the_outcome_of_each_check(checks, embedded_server):
 
 def test_rules_newer_than_the_server_are_na(checks, embedded_server, monkeypatch):
     """A check whose rule needs a newer server than the target's is na, naming both versions."""
-    checks.makepyfile(
-        test_new="""
-import pytest
-
-@pytest.mark.rule("purge.keep")
-def test_future():
-    pass
-"""
-    )
+    checks.makepyfile(test_new=check_module(("purge.keep", "test_future", "pass")))
     future = checks.path / "catalog"
     future.mkdir()
     (future / "purge.toml").write_text(
@@ -206,21 +205,11 @@ def test_failure_messages_are_plain_words_and_the_raw_assertion_is_kept_as_detai
     assert "n=3" in results["test_property"]["message"]
 
 
-TWO_AREAS = """
-import pytest
-
-@pytest.mark.rule("dedup.duplicate-acked")
-def test_dedup_passes():
-    pass
-
-@pytest.mark.rule("dedup.by-id-not-payload")
-def test_dedup_fails():
-    assert False, "expected x, got y"
-
-@pytest.mark.rule("purge.keep")
-def test_purge_passes():
-    pass
-"""
+TWO_AREAS = check_module(
+    ("dedup.duplicate-acked", "test_dedup_passes", "pass"),
+    ("dedup.by-id-not-payload", "test_dedup_fails", 'assert False, "expected x, got y"'),
+    ("purge.keep", "test_purge_passes", "pass"),
+)
 
 
 def test_progress_is_a_plain_line_per_finished_area_when_not_on_a_terminal(checks, embedded_server):
@@ -241,22 +230,12 @@ def test_progress_is_a_plain_line_per_finished_area_when_not_on_a_terminal(check
     assert not [line for line in result.outlines if line and set(line) <= set(".FEs")], result.outlines
 
 
-STOPPING = """
-import os
-import pytest
-
-@pytest.mark.rule("purge.keep")
-def test_first():
-    pass
-
-@pytest.mark.rule("purge.filter")
-def test_second():
-    {second}
-
-@pytest.mark.rule("purge.seq")
-def test_third():
-    pass
-"""
+STOPPING = check_module(
+    ("purge.keep", "test_first", "pass"),
+    ("purge.filter", "test_second", "{second}"),
+    ("purge.seq", "test_third", "pass"),
+    imports="import os\n",
+)
 
 
 @pytest.mark.parametrize(
@@ -289,3 +268,46 @@ def test_run_json_tells_a_finished_run_from_an_unfinished_one(pytester, embedded
     verdict = judge(results, run)
     assert verdict.complete == (expected["results"] == expected["collected"] and expected["finished"])
     assert verdict.complete == (not verdict.incomplete_reason)
+
+
+LAST_CHECK = """
+import pytest
+
+@pytest.mark.rule("purge.keep")
+def test_first(target):
+    pass
+
+@pytest.mark.rule("purge.filter")
+@pytest.mark.needs("managed")
+def test_last(target):
+    {last}
+    assert False, "the last check failed"
+"""
+
+
+@pytest.mark.parametrize(
+    ("last", "exit_code", "stopped", "cleanup_problems"),
+    [
+        ("target.process.restart()", 1, "", []),
+        ("target.process.kill()", 75, "the target stopped answering", ["no cleanup: the target stopped answering"]),
+    ],
+    ids=["restarted", "killed"],
+)
+def test_a_failing_last_check_keeps_its_server_log_and_is_judged_while_the_server_runs(
+    pytester, last, exit_code, stopped, cleanup_problems
+):
+    """The managed server stops with the last check's teardown; before that, the check's server log is read and
+    whether the target still answers is asked: a last check that restarted the server leaves a finished run with
+    its log, one that killed it ends the run as stopped (exit 75) with no cleanup tried."""
+    pytester.makepyfile(test_last=LAST_CHECK.format(last=last))
+    out = pytester.path / "out"
+    result = pytester.runpytest_subprocess("--jetcheck-out", str(out), "-p", "no:randomly")
+    results = {r.check.split("::")[-1]: r for r in read_results(out / RESULTS_FILE)}
+    run = json.loads((out / "run.json").read_text())
+    assert {name: r.status for name, r in results.items()} == {"test_first": "pass", "test_last": "fail"}
+    assert run["stopped_reason"].startswith(stopped)
+    assert run["stopped_reason"].endswith("after check purge.filter" if stopped else "")
+    assert run["cleanup_problems"][-1:] == cleanup_problems
+    assert result.ret == exit_code
+    if not stopped:
+        assert "Server is ready" in results["test_last"].server_log

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import csv
 import json
 import signal
 import subprocess
@@ -23,15 +24,29 @@ from ..conftest import VENDOR_PASSWORD
 NS = 1_000_000_000
 
 
-def run_load(tmp_path: Path, target, *args: str) -> tuple[int, dict, dict, Path]:
+def flags(**options: object) -> list[str]:
+    """Command-line flags for option values: max_inflight=5 is --max-inflight 5."""
+    return [text for name, value in options.items() for text in ("--" + name.replace("_", "-"), str(value))]
+
+
+def run_load(tmp_path: Path, target, *args: str, **options: object) -> tuple[int, dict, dict, Path]:
+    """`jetcheck load` against `target` (None: the server it starts itself) with `args` and the flags of `options`;
+    its exit status, load.json, summary.json and output folder."""
     out = tmp_path / "out"
     server = ["--server", target.url, "--monitor", target.process.monitor_url] if target else ["--server", "local"]
-    rc = cli.main(["load", *server, "--out", str(out), *args])
+    rc = cli.main(["load", *server, "--out", str(out), *args, *flags(**options)])
     return rc, runfile.read(out), json.loads((out / "summary.json").read_text()), out
 
 
 def ops_table(out: Path):
     return ds.dataset(out / "ops", format="parquet").to_table()
+
+
+def locust_totals(out: Path) -> tuple[int, int]:
+    """Locust's own totals (requests, failures) from its final ``<csv>_stats.csv``."""
+    with open(out / "locust_stats.csv", newline="") as fh:
+        aggregated = next(row for row in csv.DictReader(fh) if row["Name"] == "Aggregated")
+    return int(aggregated["Request Count"]), int(aggregated["Failure Count"])
 
 
 def assert_no_lost_records(summary: dict) -> None:
@@ -44,22 +59,15 @@ def assert_no_lost_records(summary: dict) -> None:
 def test_each_scenario_logs_exactly_what_the_server_stored(tmp_path, embedded_server, scenario):
     """Every scenario runs headless; its op-log row count equals the server's stream/consumer counts."""
     spec = SCENARIOS[scenario]
-    args = [
-        "--scenario",
-        scenario,
-        "--duration",
-        "2s",
-        "--users",
-        "3" if spec.consumer and spec.publisher else "2",
-        "--prefill",
-        "3000",
-    ]
-    if spec.paced:
-        args += ["--rate", "1500"]
-    rc, run, summary, out = run_load(tmp_path, embedded_server, *args)
+    users = 3 if spec.consumer and spec.publisher else 2
+    paced = {"rate": 1500} if spec.paced else {}
+    rc, run, summary, out = run_load(
+        tmp_path, embedded_server, scenario=scenario, duration="2s", users=users, prefill=3000, **paced
+    )
     assert rc == 0, summary["checks"]
     assert_no_lost_records(summary)
     assert summary["rows"] > 0
+    assert locust_totals(out)[0] == summary["rows"], "Locust's request count is not the op log's"
     assert run["scenario"] == scenario
     assert run["deleted"] == [run["stream"]], "the run's stream was not deleted"
     assert not list((out / "ops").glob(".*.part")), "an op-log file was left unfinished"
@@ -74,18 +82,7 @@ def test_publishers_and_consumers_in_one_process_carry_a_caveat(tmp_path, embedd
     """When one process runs both roles, load.json says so and the summary warns that consumer figures understate
     the server."""
     rc, run, summary, _out = run_load(
-        tmp_path,
-        embedded_server,
-        "--scenario",
-        "end-to-end",
-        "--rate",
-        "1000",
-        "--users",
-        "2",
-        "--processes",
-        "1",
-        "--duration",
-        "2s",
+        tmp_path, embedded_server, scenario="end-to-end", rate="1000", users="2", processes="1", duration="2s"
     )
     assert rc == 0
     assert_no_lost_records(summary)
@@ -98,7 +95,7 @@ def test_fixed_rate_holds_within_5_percent_with_distinct_sub_ms_percentiles(tmp_
     """Against the embedded server it starts itself, 2000 ops/s over 2 users is achieved within 5%."""
     rate = 2000.0
     rc, run, summary, out = run_load(
-        tmp_path, None, "--scenario", "publish-async", "--rate", f"{rate:g}", "--users", "2", "--duration", "6s"
+        tmp_path, None, scenario="publish-async", rate=f"{rate:g}", users="2", duration="6s"
     )
     assert rc == 0
     assert_no_lost_records(summary)
@@ -124,16 +121,11 @@ def test_an_unsustainable_rate_shows_as_send_delay_not_as_a_slower_schedule(tmp_
     _rc, _run, summary, _out = run_load(
         tmp_path,
         embedded_server,
-        "--scenario",
-        "publish-async",
-        "--rate",
-        "300000",
-        "--users",
-        "1",
-        "--duration",
-        "3s",
-        "--max-inflight",
-        "200000",
+        scenario="publish-async",
+        rate="300000",
+        users="1",
+        duration="3s",
+        max_inflight="200000",
     )
     assert_no_lost_records(summary)
     publish = summary["ops"]["publish"]
@@ -145,18 +137,7 @@ def test_an_unsustainable_rate_shows_as_send_delay_not_as_a_slower_schedule(tmp_
 def test_too_much_in_flight_is_counted_as_overflow(tmp_path, embedded_server):
     """With max in-flight 5 and a rate far beyond it, unsent operations are logged as Overflow errors."""
     rc, _run, summary, _out = run_load(
-        tmp_path,
-        embedded_server,
-        "--scenario",
-        "publish-sync",
-        "--rate",
-        "20000",
-        "--users",
-        "1",
-        "--duration",
-        "2s",
-        "--max-inflight",
-        "5",
+        tmp_path, embedded_server, scenario="publish-sync", rate="20000", users="1", duration="2s", max_inflight="5"
     )
     assert_no_lost_records(summary)
     publish = summary["ops"]["publish"]
@@ -168,18 +149,7 @@ def test_too_much_in_flight_is_counted_as_overflow(tmp_path, embedded_server):
 def test_two_processes_write_one_log_set_each(tmp_path, embedded_server):
     """--processes 2 runs two Locust workers; both write ops-<pid>-<n>.parquet and no record is lost."""
     rc, run, summary, out = run_load(
-        tmp_path,
-        embedded_server,
-        "--scenario",
-        "publish-async",
-        "--rate",
-        "2000",
-        "--users",
-        "4",
-        "--processes",
-        "2",
-        "--duration",
-        "3s",
+        tmp_path, embedded_server, scenario="publish-async", rate="2000", users="4", processes="2", duration="3s"
     )
     assert rc == 0
     assert_no_lost_records(summary)
@@ -198,29 +168,8 @@ def test_a_vendor_server_with_tls_and_a_password_takes_load_and_the_password_sta
     server, certs = vendor_server
     monkeypatch.setenv("JETCHECK_PASSWORD", VENDOR_PASSWORD)
     out = tmp_path / "out"
-    rc = cli.main(
-        [
-            "load",
-            "--server",
-            server.url,
-            "--monitor",
-            server.monitor_url,
-            "--tls-ca",
-            str(certs / "ca.pem"),
-            "--user",
-            "vendor",
-            "--scenario",
-            "end-to-end",
-            "--rate",
-            "500",
-            "--users",
-            "2",
-            "--duration",
-            "2s",
-            "--out",
-            str(out),
-        ]
-    )
+    target = flags(server=server.url, monitor=server.monitor_url, tls_ca=certs / "ca.pem", user="vendor")
+    rc = cli.main(["load", *target, *flags(scenario="end-to-end", rate=500, users=2, duration="2s", out=out)])
     printed = capsys.readouterr()
     summary = json.loads((out / "summary.json").read_text())
     assert rc == 0, printed.out + printed.err

@@ -20,13 +20,17 @@ def spark():
     session.stop()
 
 
+def write_run(run: Path, load: LoadSpec) -> Path:
+    """A run folder as `jetcheck run` leaves it before the report: certify/ with one MUST failure, load/."""
+    write_certify_run(run / "certify", sample_results())
+    write_load_run(run / "load", load)
+    return run
+
+
 @pytest.fixture(scope="session")
 def run_folder(tmp_path_factory) -> Path:
-    """A run folder as `jetcheck run` leaves it before the report: certify/ with one MUST failure, load/."""
-    run = tmp_path_factory.mktemp("run")
-    write_certify_run(run / "certify", sample_results())
-    write_load_run(run / "load", SMALL_LOAD)
-    return run
+    """A run folder of SMALL_LOAD (write_run)."""
+    return write_run(tmp_path_factory.mktemp("run"), SMALL_LOAD)
 
 
 @pytest.fixture(scope="session")

@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from pyspark.sql import functions as F
 
+from jetcheck.load.window import SteadyWindow
 from jetcheck.reports import buckets
-from jetcheck.reports.load_report import PartialHistograms
+from jetcheck.reports.load_report import WHOLE_RUN, bucket_table
 
 
 def _reference_bucket(value: int, bits: int) -> int:
@@ -19,28 +21,38 @@ def _reference_bucket(value: int, bits: int) -> int:
     return shift * (1 << bits) + (value >> shift)
 
 
+def _buckets_of(spark, values: np.ndarray, bits: int = buckets.SUB_BUCKET_BITS) -> list[int]:
+    """Spark's bucket index of each value, in the order given."""
+    frame = spark.createDataFrame(pd.DataFrame({"i": np.arange(len(values)), "v": np.asarray(values, dtype=np.int64)}))
+    rows = frame.select("i", F.expr(buckets.bucket("v", bits)).alias("b")).orderBy("i").toPandas()
+    return rows["b"].tolist()
+
+
 def _bucket_frame(spark, values: np.ndarray, group: str = "g"):
-    keys, counts, vmin, vmax = buckets.reduce_by_key(
-        buckets.bucket_of(values), np.ones(len(values), dtype=np.int64), values, values
+    """A bucket table (g, bucket, count, vmin, vmax) of `values`, built by Spark as the report builds it."""
+    frame = spark.createDataFrame(pd.DataFrame({"v": np.asarray(values, dtype=np.int64)}))
+    return (
+        frame.select(F.lit(group).alias("g"), F.expr(buckets.bucket("v")).alias("bucket"), "v")
+        .groupBy("g", "bucket")
+        .agg(F.count(F.lit(1)).alias("count"), F.min("v").alias("vmin"), F.max("v").alias("vmax"))
     )
-    frame = pd.DataFrame({"g": group, "bucket": keys, "count": counts, "vmin": vmin, "vmax": vmax})
-    return spark.createDataFrame(frame)
 
 
-class TestBucketOf:
+class TestBucket:
     @pytest.mark.parametrize("bits", [buckets.SUB_BUCKET_BITS, buckets.COARSE_BITS])
-    def test_matches_integer_reference_at_edges(self, bits):
-        """Bucket indexes equal an integer-only reference at powers of two, their neighbours and the extremes."""
+    def test_matches_integer_reference_at_edges(self, spark, bits):
+        """Spark's bucket indexes equal an integer-only reference at powers of two, their neighbours and the
+        extremes (where log2 in doubles is off by one)."""
         edges = {0, 1, -1, -(2**40), 2**63 - 1, 2**53 + 1, 2**62 + 12345}
         for exponent in range(1, 63):
             edges |= {2**exponent - 1, 2**exponent, 2**exponent + 1}
         values = np.array(sorted(edges), dtype=np.int64)
-        assert buckets.bucket_of(values, bits).tolist() == [_reference_bucket(int(v), bits) for v in values]
+        assert _buckets_of(spark, values, bits) == [_reference_bucket(int(v), bits) for v in values]
 
-    def test_is_monotonic(self):
+    def test_is_monotonic(self, spark):
         """Larger values never fall into a lower bucket."""
         values = np.sort(np.random.default_rng(1).integers(0, 2**45, 100_000))
-        assert np.all(np.diff(buckets.bucket_of(values)) >= 0)
+        assert np.all(np.diff(_buckets_of(spark, values)) >= 0)
 
 
 class TestPercentiles:
@@ -79,36 +91,58 @@ class TestPercentiles:
         assert buckets.nearest_rank(values, 999_900) == 9_999
 
 
-class TestPartialHistograms:
-    def test_merging_partitions_equals_one_pass(self):
-        """Bucket rows built per partition and merged equal those built from all rows at once."""
-        import pyarrow as pa
+def _expected_bucket_rows(ops: pd.DataFrame, origin_ns: int, slot_ns: int, window) -> pd.DataFrame:
+    """The bucket table computed row by row in Python from the metric definitions (METRICS)."""
+    ok = ops["ok"]
+    e2e = ops["e2e_ns"]
+    metrics = {
+        "response": (ok, ops["end_ns"] - ops["intended_ns"]),
+        "service": (ok, ops["end_ns"] - ops["start_ns"]),
+        "send_delay": (pd.Series(True, index=ops.index), ops["start_ns"] - ops["intended_ns"]),
+        "e2e": (ok & (e2e != -1), e2e),
+    }
+    slot = ((ops["end_ns"] - origin_ns) // slot_ns).clip(lower=0)
+    steady = window.contains(ops["start_ns"])
+    rows = []
+    for metric, (applies, values) in metrics.items():
+        for index in ops.index[applies]:
+            value = int(values[index])
+            base = (ops.at[index, "scenario"], ops.at[index, "op"], metric)
+            rows.append((*base, int(slot[index]), _reference_bucket(value, buckets.COARSE_BITS), value))
+            if steady[index]:
+                rows.append((*base, WHOLE_RUN, _reference_bucket(value, buckets.SUB_BUCKET_BITS), value))
+    frame = pd.DataFrame(rows, columns=["scenario", "op", "metric", "slot", "bucket", "value"])
+    keys = ["scenario", "op", "metric", "slot", "bucket"]
+    return frame.groupby(keys, as_index=False).agg(
+        count=("value", "size"), vmin=("value", "min"), vmax=("value", "max")
+    )
 
-        rng = np.random.default_rng(5)
-        n = 30_000
-        intended = 10**18 + np.arange(n, dtype=np.int64) * 1_000_000
-        start = intended + rng.integers(0, 50_000, n)
-        end = start + rng.lognormal(12, 1, n).astype(np.int64)
-        batch = pa.RecordBatch.from_pydict(
-            {
-                "scenario": ["s"] * n,
-                "op": rng.choice(["publish", "consume"], n).tolist(),
-                "ok": rng.random(n) > 0.05,
-                "intended_ns": intended,
-                "start_ns": start,
-                "end_ns": end,
-                "e2e_ns": np.where(rng.random(n) > 0.5, end - intended, -1),
-            }
-        )
-        whole = PartialHistograms(10**18, 10**9)
-        whole.add(batch)
-        parts = [PartialHistograms(10**18, 10**9) for _ in range(3)]
-        for index, part in enumerate(parts):
-            part.add(batch.slice(index * 10_000, 10_000))
-        merged = pa.Table.from_batches([part.batch() for part in parts]).to_pandas()
-        keys = ["scenario", "op", "metric", "slot", "bucket"]
-        merged = merged.groupby(keys, as_index=False).agg(
-            count=("count", "sum"), vmin=("vmin", "min"), vmax=("vmax", "max")
-        )
-        expected = pa.Table.from_batches([whole.batch()]).to_pandas().sort_values(keys).reset_index(drop=True)
-        pd.testing.assert_frame_equal(merged.sort_values(keys).reset_index(drop=True), expected, check_dtype=False)
+
+def test_bucket_table_equals_the_rows_bucketed_one_by_one_in_any_partitioning(spark):
+    """The report's bucket table (JVM expressions, merged across partitions) equals each row's buckets computed
+    in Python and merged, however the rows are split into partitions; negative values land in bucket -1."""
+    rng = np.random.default_rng(5)
+    n = 6_000
+    intended = 10**18 + np.arange(n, dtype=np.int64) * 1_000_000
+    start = intended + rng.integers(-2_000, 50_000, n)  # a few sends before their intended time: negative delays
+    end = start + rng.lognormal(12, 1, n).astype(np.int64)
+    ok = rng.random(n) > 0.05
+    ops = pd.DataFrame(
+        {
+            "scenario": "s",
+            "op": rng.choice(["publish", "consume"], n),
+            "ok": ok,
+            "intended_ns": intended,
+            "start_ns": start,
+            "end_ns": end,
+            "e2e_ns": np.where(rng.random(n) > 0.5, end - intended, -1),
+        }
+    )
+    window = SteadyWindow(int(start[n // 4]), int(start[3 * n // 4]), 1.0, 2, whole_run=False)
+    expected = _expected_bucket_rows(ops, 10**18, 10**9, window)
+    assert (expected["bucket"] == -1).any() and (expected["slot"] == WHOLE_RUN).any()
+    keys = ["scenario", "op", "metric", "slot", "bucket"]
+    frame = spark.createDataFrame(ops)
+    for parts in (frame.coalesce(1), frame.repartition(3)):
+        table = bucket_table(parts, 10**18, 10**9, window).toPandas().sort_values(keys).reset_index(drop=True)
+        pd.testing.assert_frame_equal(table, expected, check_dtype=False)

@@ -53,19 +53,15 @@ func kvOperation(op jetstream.KeyValueOp) string {
 
 func notFound(err error) error {
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-		return failure("not_found", "%s", describeKV(err))
+		return failure("not_found", "%s", describe(err, keyErrors...))
 	}
 	return err
 }
 
-func describeKV(err error) string {
-	switch {
-	case errors.Is(err, jetstream.ErrKeyDeleted):
-		return "jetstream.ErrKeyDeleted: " + err.Error()
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-		return "jetstream.ErrKeyNotFound: " + err.Error()
-	}
-	return describe(err)
+// keyErrors name the client's KV errors (ErrKeyDeleted before ErrKeyNotFound, which it wraps).
+var keyErrors = []namedError{
+	{"jetstream.ErrKeyDeleted", jetstream.ErrKeyDeleted},
+	{"jetstream.ErrKeyNotFound", jetstream.ErrKeyNotFound},
 }
 
 func (d *driver) kv(req *request) (any, error) {

@@ -142,11 +142,14 @@ func classify(err error) *apiFailure {
 	return &apiFailure{Kind: "other", Message: message}
 }
 
-// The client's sentinel errors by name, so a detail reads "jetstream.ErrNoHeartbeat: nats: no heartbeat received".
-var sentinels = []struct {
+// namedError is one of the client's sentinel errors and its name in Go, for details.
+type namedError struct {
 	name string
 	err  error
-}{
+}
+
+// The client's sentinel errors by name, so a detail reads "jetstream.ErrNoHeartbeat: nats: no heartbeat received".
+var sentinels = []namedError{
 	{"jetstream.ErrNoHeartbeat", jetstream.ErrNoHeartbeat},
 	{"jetstream.ErrConsumerDeleted", jetstream.ErrConsumerDeleted},
 	{"jetstream.ErrConsumerNotFound", jetstream.ErrConsumerNotFound},
@@ -168,10 +171,13 @@ var sentinels = []struct {
 	{"context.DeadlineExceeded", context.DeadlineExceeded},
 }
 
-func describe(err error) string {
-	for _, s := range sentinels {
-		if errors.Is(err, s.err) {
-			return s.name + ": " + err.Error()
+// describe names err by the first of `first`, then of sentinels, that it is (its Go type otherwise).
+func describe(err error, first ...namedError) string {
+	for _, named := range [][]namedError{first, sentinels} {
+		for _, s := range named {
+			if errors.Is(err, s.err) {
+				return s.name + ": " + err.Error()
+			}
 		}
 	}
 	return fmt.Sprintf("%T: %v", err, err)
@@ -247,6 +253,9 @@ func (d *driver) handle(req *request) (any, error) {
 		return d.kvWatch(req)
 	case "obj_watch":
 		return d.objWatch(req)
+	}
+	if strings.HasPrefix(req.Op, "load_") {
+		return d.load(req)
 	}
 	if strings.HasPrefix(req.Op, "kv_") {
 		return d.kv(req)
@@ -450,6 +459,34 @@ func (d *driver) newSubscription(sessionID, id string, ordered bool) (*subscript
 	}
 	d.subs[id] = sub
 	return sub, nil
+}
+
+// subscribed registers sub subID of session s, then asks the client for its consumer (`lookup`, bounded by
+// apiTimeout); when the client refuses, the sub is forgotten again.
+func subscribed[C any](d *driver, s *session, subID string, ordered bool, lookup func(context.Context) (C, error)) (*subscription, C, error) {
+	var none C
+	sub, err := d.newSubscription(s.id, subID, ordered)
+	if err != nil {
+		return nil, none, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+	defer cancel()
+	cons, err := lookup(ctx)
+	if err != nil {
+		d.forget(sub)
+		return nil, none, err
+	}
+	return sub, cons, nil
+}
+
+// sessionSubscription is the session named sessionID, with sub subID registered for it.
+func (d *driver) sessionSubscription(sessionID, subID string) (*session, *subscription, error) {
+	s, err := d.session(sessionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	sub, err := d.newSubscription(s.id, subID, false)
+	return s, sub, err
 }
 
 func (d *driver) forget(sub *subscription) {
@@ -732,15 +769,10 @@ func (d *driver) ordered(req *request) (any, error) {
 	if req.InactiveThresholdS != nil {
 		cfg.InactiveThreshold = seconds(*req.InactiveThresholdS)
 	}
-	sub, err := d.newSubscription(s.id, req.Sub, true)
+	sub, cons, err := subscribed(d, s, req.Sub, true, func(ctx context.Context) (jetstream.Consumer, error) {
+		return s.js.OrderedConsumer(ctx, req.Stream, cfg)
+	})
 	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
-	defer cancel()
-	cons, err := s.js.OrderedConsumer(ctx, req.Stream, cfg)
-	if err != nil {
-		d.forget(sub)
 		return nil, err
 	}
 	opts := []jetstream.PullConsumeOpt{jetstream.ConsumeErrHandler(sub.onError)}
@@ -789,15 +821,10 @@ func (d *driver) push(req *request) (any, error) {
 	if req.InactiveThresholdS != nil {
 		cfg.InactiveThreshold = seconds(*req.InactiveThresholdS)
 	}
-	sub, err := d.newSubscription(s.id, req.Sub, false)
+	sub, cons, err := subscribed(d, s, req.Sub, false, func(ctx context.Context) (jetstream.PushConsumer, error) {
+		return pushConsumer(ctx, s.js, req.Stream, cfg)
+	})
 	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
-	defer cancel()
-	cons, err := pushConsumer(ctx, s.js, req.Stream, cfg)
-	if err != nil {
-		d.forget(sub)
 		return nil, err
 	}
 	cc, err := cons.Consume(sub.deliver, jetstream.ConsumeErrHandler(sub.onError))
@@ -844,15 +871,10 @@ func (d *driver) consume(req *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	sub, err := d.newSubscription(s.id, req.Sub, false)
+	sub, cons, err := subscribed(d, s, req.Sub, false, func(ctx context.Context) (jetstream.Consumer, error) {
+		return s.js.Consumer(ctx, req.Stream, req.Consumer)
+	})
 	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
-	defer cancel()
-	cons, err := s.js.Consumer(ctx, req.Stream, req.Consumer)
-	if err != nil {
-		d.forget(sub)
 		return nil, err
 	}
 	opts := []jetstream.PullConsumeOpt{jetstream.ConsumeErrHandler(sub.onError)}

@@ -43,7 +43,7 @@ func objectError(err error) error {
 	switch {
 	case errors.Is(err, jetstream.ErrObjectNotFound), errors.Is(err, jetstream.ErrBucketNotFound),
 		errors.Is(err, jetstream.ErrStreamNotFound):
-		return &apiFailure{Kind: "not_found", Message: describeObject(err)}
+		return &apiFailure{Kind: "not_found", Message: describe(err, objectErrors...)}
 	case errors.Is(err, jetstream.ErrObjectAlreadyExists):
 		return &apiFailure{Kind: "exists", Message: "jetstream.ErrObjectAlreadyExists: " + err.Error()}
 	case errors.Is(err, jetstream.ErrDigestMismatch):
@@ -52,14 +52,10 @@ func objectError(err error) error {
 	return err
 }
 
-func describeObject(err error) string {
-	switch {
-	case errors.Is(err, jetstream.ErrObjectNotFound):
-		return "jetstream.ErrObjectNotFound: " + err.Error()
-	case errors.Is(err, jetstream.ErrBucketNotFound):
-		return "jetstream.ErrBucketNotFound: " + err.Error()
-	}
-	return describe(err)
+// objectErrors name the client's not-found errors of the object store.
+var objectErrors = []namedError{
+	{"jetstream.ErrObjectNotFound", jetstream.ErrObjectNotFound},
+	{"jetstream.ErrBucketNotFound", jetstream.ErrBucketNotFound},
 }
 
 func (d *driver) objectStore(req *request) (any, error) {

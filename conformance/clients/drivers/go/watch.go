@@ -79,11 +79,7 @@ func (d *driver) kvWatch(req *request) (any, error) {
 	if args.Bucket == "" {
 		return nil, failure("invalid", "kv_watch needs \"bucket\"")
 	}
-	s, err := d.session(req.Session)
-	if err != nil {
-		return nil, err
-	}
-	sub, err := d.newSubscription(s.id, req.Sub, false)
+	s, sub, err := d.sessionSubscription(req.Session, req.Sub)
 	if err != nil {
 		return nil, err
 	}
@@ -123,11 +119,7 @@ func (d *driver) objWatch(req *request) (any, error) {
 		return nil, failure("invalid", "obj_watch has no meta_only (the protocol's obj_watch options are "+
 			"include_history, updates_only and ignore_deletes)")
 	}
-	s, err := d.session(req.Session)
-	if err != nil {
-		return nil, err
-	}
-	sub, err := d.newSubscription(s.id, args.Sub, false)
+	s, sub, err := d.sessionSubscription(req.Session, args.Sub)
 	if err != nil {
 		return nil, err
 	}

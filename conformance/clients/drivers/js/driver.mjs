@@ -9,6 +9,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 
+import { loadHandlers } from "./load.mjs";
 import { infoJson, ObjectStoreError, objectStoreHandlers } from "./objectstore.mjs";
 import { watchHandlers } from "./watch.mjs";
 
@@ -298,6 +299,18 @@ function forget(sub) {
   sub.session.subs.delete(sub);
 }
 
+// startSub registers the request's sub, then has `start(sub)` subscribe through the client and answer; a sub the
+// client refused is forgotten again.
+async function startSub(req, session, start) {
+  const sub = newSub(req, session);
+  try {
+    return await start(sub);
+  } catch (err) {
+    forget(sub);
+    throw err;
+  }
+}
+
 const ms = (seconds) => (seconds === null || seconds === undefined ? undefined : Math.round(seconds * 1000));
 
 // What the client really uses: its parsed options (it raises a heartbeat under 500 ms to 500 ms, caps it at 30 s
@@ -426,16 +439,12 @@ const handlers = {
     if (req.inactive_threshold_s !== null && req.inactive_threshold_s !== undefined) {
       options.inactive_threshold = ms(req.inactive_threshold_s);
     }
-    const sub = newSub(req, session);
-    try {
+    return startSub(req, session, async (sub) => {
       const consumer = await session.js.consumers.get(stream, options);
       const messages = await consumer.consume(consumeOptions({ idle_heartbeat_s: req.idle_heartbeat_s }));
       follow(sub, messages, false);
       return { effective_idle_heartbeat_s: effectiveHeartbeatS(messages) };
-    } catch (err) {
-      forget(sub);
-      throw err;
-    }
+    });
   },
 
   async push(req) {
@@ -455,8 +464,7 @@ const handlers = {
     if (req.inactive_threshold_s !== null && req.inactive_threshold_s !== undefined) {
       config.inactive_threshold = nanos(ms(req.inactive_threshold_s));
     }
-    const sub = newSub(req, session);
-    try {
+    return startSub(req, session, async (sub) => {
       const jsm = await session.manager();
       const info = (await existingDurable(jsm, stream, req.durable)) ?? (await jsm.consumers.add(stream, config));
       const consumer = await session.js.consumers.getPushConsumer(stream, info.name);
@@ -464,26 +472,19 @@ const handlers = {
       // The client watches the consumer's own idle_heartbeat as configured (it raises no push heartbeat).
       const configured = info.config.idle_heartbeat;
       return { consumer: info.name, effective_idle_heartbeat_s: configured ? configured / 1e9 : null };
-    } catch (err) {
-      forget(sub);
-      throw err;
-    }
+    });
   },
 
   async consume(req) {
     const session = sessionOf(req);
     const stream = need(req, "stream", "string");
     const name = need(req, "consumer", "string");
-    const sub = newSub(req, session);
-    try {
+    return startSub(req, session, async (sub) => {
       const consumer = await session.js.consumers.get(stream, name);
       const messages = await consumer.consume(consumeOptions(req));
       follow(sub, messages, true);
       return { effective_idle_heartbeat_s: effectiveHeartbeatS(messages) };
-    } catch (err) {
-      forget(sub);
-      throw err;
-    }
+    });
   },
 
   async fetch(req) {
@@ -670,11 +671,12 @@ Object.assign(handlers, {
 });
 
 Object.assign(handlers, objectStoreHandlers(sessionOf, need));
+Object.assign(handlers, loadHandlers({ sessionOf, need, send, RequestError }));
 
 Object.assign(
   handlers,
   watchHandlers({
-    sessionOf, need, newSub, forget, kvOf, kvEntry, infoJson, send, monoNs, event, RequestError,
+    sessionOf, need, startSub, forget, kvOf, kvEntry, infoJson, send, monoNs, event, RequestError,
     mode: (name) => modes.has(name),
   }),
 );

@@ -10,7 +10,7 @@
 import { KvWatchInclude } from "@nats-io/kv";
 import { Objm } from "@nats-io/obj";
 
-export function watchHandlers({ sessionOf, need, newSub, forget, kvOf, kvEntry, infoJson, send, monoNs, mode, event, RequestError }) {
+export function watchHandlers({ sessionOf, need, startSub, forget, kvOf, kvEntry, infoJson, send, monoNs, mode, event, RequestError }) {
   const flag = (args, name) => {
     const value = args[name] ?? false;
     if (typeof value !== "boolean") throw new RequestError("invalid", `"${name}" must be a boolean`);
@@ -80,15 +80,11 @@ export function watchHandlers({ sessionOf, need, newSub, forget, kvOf, kvEntry, 
       if (updatesOnly) options.include = KvWatchInclude.UpdatesOnly;
       if (flag(req, "meta_only")) options.headers_only = true;
       const kv = await kvOf(req);
-      const sub = newSub(req, session);
-      try {
+      return startSub(req, session, async (sub) => {
         const iter = await kv.watch(options);
         follow(sub, iter, "entry", kvEntry, await startsInUpdates(iter, updatesOnly));
         return {};
-      } catch (err) {
-        forget(sub);
-        throw err;
-      }
+      });
     },
 
     async obj_watch(req) {
@@ -102,16 +98,12 @@ export function watchHandlers({ sessionOf, need, newSub, forget, kvOf, kvEntry, 
       if (flag(args, "meta_only")) throw new RequestError("invalid", "obj_watch has no meta_only");
       const includeHistory = flag(args, "include_history");
       const store = await new Objm(session.js).open(bucket);
-      const sub = newSub({ op: req.op, sub: args.sub }, session);
-      try {
+      return startSub({ op: req.op, sub: args.sub }, session, async (sub) => {
         const iter = await store.watch({ includeHistory, ignoreDeletes: flag(args, "ignore_deletes") });
         // Without includeHistory the client's watcher starts at DeliverPolicy.New: nothing is replayed.
         follow(sub, iter, "info", infoJson, await startsInUpdates(iter, !includeHistory));
         return {};
-      } catch (err) {
-        forget(sub);
-        throw err;
-      }
+      });
     },
   };
 }

@@ -1,0 +1,237 @@
+"""The durability checker: from a run's recorded history, which `durability.*` rules held and which did not.
+
+Pure: it reads records (jetcheck.records) and returns findings; it starts, reads and writes nothing. The history is
+what the publishers were told, what the durable consumer received, and what each node served in the final read
+after every fault was healed (its `reference` node is the stream's leader at that time).
+
+What counts:
+- A write is *acked* when some attempt of it got a PubAck. An acked write must be in the stream, at the sequence
+  its PubAck named (a duplicate ack of sequence 0, as 2.10.22-23 sometimes give, names none), and delivered to the
+  durable consumer.
+- A write none of whose attempts was acked but one timed out is *unknown*: present or absent are both fine, and it
+  is never counted lost. Writes that only got errors are counted if found stored, but fail no rule.
+- Within the duplicate window (the run is shorter than it) a message id is stored at most once; a write without an
+  id is published once, so a second copy of it is a message nobody wrote.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from jetcheck.records import DeliveryRecord, PublishRecord, StoredMessage
+
+EXAMPLES = 5  # first examples kept per finding
+
+ACKED_SURVIVE = "durability.acked-survive-crash"
+ACKED_DELIVERED = "durability.acked-delivered"
+DEDUP = "durability.dedup-within-window"
+REPLICAS_AGREE = "durability.replicas-agree"
+NO_PHANTOM = "durability.no-phantom-writes"
+CONTIGUOUS = "durability.contiguous-sequences"
+PUBLISHER_ORDER = "durability.publisher-order"
+STREAM_AVAILABLE = "durability.stream-available-after-heal"
+CONSUMER_SURVIVES = "durability.consumer-survives-crash"
+RULES = (
+    ACKED_SURVIVE,
+    ACKED_DELIVERED,
+    DEDUP,
+    REPLICAS_AGREE,
+    NO_PHANTOM,
+    CONTIGUOUS,
+    PUBLISHER_ORDER,
+    STREAM_AVAILABLE,
+    CONSUMER_SURVIVES,
+)
+
+
+@dataclass(frozen=True)
+class History:
+    publishes: list[PublishRecord]
+    deliveries: list[DeliveryRecord]
+    reads: dict[str, list[StoredMessage]]  # node name -> what it served, for every node that could be read
+    reference: str  # the node whose read is "the stream" (the leader at read time); "" when none could be read
+    unreadable: dict[str, str] = field(default_factory=dict)  # node -> why it could not be read
+    node_states: dict[str, dict[str, int]] = field(default_factory=dict)  # node -> its replica's messages/last_seq
+    stream_error: str = ""  # why the stream did not answer after healing ("" when it did)
+    consumer_error: str = ""  # why the durable consumer did not answer after healing ("" when it did)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What the history shows for one rule: how many violations, the first few, and figures worth telling."""
+
+    rule: str
+    count: int
+    examples: tuple[str, ...] = ()
+    figures: dict[str, int] = field(default_factory=dict)
+    writes: tuple[str, ...] = ()  # the write behind each violation that has one, all of them (the report times them)
+
+    @property
+    def holds(self) -> bool:
+        return self.count == 0
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self.count = 0
+        self.examples: list[str] = []
+        self.writes: list[str] = []
+
+    def add(self, example: str, write: str = "") -> None:
+        """One violation; `write` names the write it concerns, when one does."""
+        self.count += 1
+        if len(self.examples) < EXAMPLES:
+            self.examples.append(example)
+        if write:
+            self.writes.append(write)
+
+    def finding(self, rule: str, **figures: int) -> Finding:
+        return Finding(rule, self.count, tuple(self.examples), figures, tuple(self.writes))
+
+
+def _write_number(write: str) -> tuple[int, int] | None:
+    """(publisher, n) of a write named "p<publisher>-<n>"; None for any other payload."""
+    head, _, number = write.partition("-")
+    if head.startswith("p") and head[1:].isdigit() and number.isdigit():
+        return int(head[1:]), int(number)
+    return None
+
+
+def _by_write(messages: Iterable[StoredMessage]) -> dict[str, list[int]]:
+    seqs: dict[str, list[int]] = defaultdict(list)
+    for message in messages:
+        seqs[message.write].append(message.seq)
+    return seqs
+
+
+def check_history(history: History) -> dict[str, Finding]:
+    """One finding per rule of RULES."""
+    attempts: dict[str, list[PublishRecord]] = defaultdict(list)
+    for record in history.publishes:
+        attempts[record.write].append(record)
+    acked = {w: [a for a in tries if a.outcome == "ok"] for w, tries in attempts.items()}
+    acked = {w: oks for w, oks in acked.items() if oks}
+    unknown = {w for w, tries in attempts.items() if w not in acked and any(a.outcome == "unknown" for a in tries)}
+    failed = {w for w in attempts if w not in acked and w not in unknown}
+    stream = sorted(history.reads.get(history.reference, []), key=lambda m: m.seq)
+    stored = _by_write(stream)
+    at_seq = {message.seq: message.write for message in stream}
+    findings = {}
+
+    lost, moved = _Tally(), 0
+    for write in sorted(acked, key=lambda w: _write_number(w) or (-1, 0)):
+        named = {a.seq for a in acked[write] if a.seq}
+        if write not in stored:
+            lost.add(f"{write} acked at seq {','.join(map(str, sorted(named))) or '?'}, absent", write)
+        elif named and not named & set(stored[write]):
+            moved += 1
+            holder = at_seq.get(min(named), "nothing")
+            lost.add(
+                f"{write} acked at seq {min(named)}, stored at {stored[write][0]} (that seq holds {holder!r})", write
+            )
+    findings[ACKED_SURVIVE] = lost.finding(
+        ACKED_SURVIVE,
+        acked=len(acked),
+        moved=moved,
+        unknown=len(unknown),
+        unknown_kept=sum(1 for w in unknown if w in stored),
+        unknown_absent=sum(1 for w in unknown if w not in stored),
+        failed_stored=sum(1 for w in failed if w in stored),
+    )
+
+    delivered = {d.write for d in history.deliveries}
+    undelivered = _Tally()
+    for write in sorted(acked, key=lambda w: _write_number(w) or (-1, 0)):
+        if write not in delivered and write in stored:
+            undelivered.add(f"{write} (seq {stored[write][0]}) never delivered", write)
+        elif write not in delivered:
+            undelivered.add(f"{write} never delivered", write)
+    findings[ACKED_DELIVERED] = undelivered.finding(
+        ACKED_DELIVERED, delivered=len(delivered), deliveries=len(history.deliveries)
+    )
+
+    ids = {a.write: a.msg_id for tries in attempts.values() for a in tries if a.msg_id}
+    duplicates, phantoms = _Tally(), _Tally()
+    for write, seqs in stored.items():
+        if write not in attempts:
+            phantoms.add(f"seq {seqs[0]} holds {write!r}, which nobody wrote", write)
+        elif len(seqs) > 1 and write in ids:
+            duplicates.add(f"msg id {ids[write]} stored at seqs {', '.join(map(str, seqs))}", write)
+        elif len(seqs) > 1:
+            phantoms.add(f"{write} written once, stored at seqs {', '.join(map(str, seqs))}", write)
+    findings[DEDUP] = duplicates.finding(DEDUP, writes_with_ids=len({w for w in attempts if w in ids}))
+    findings[NO_PHANTOM] = phantoms.finding(NO_PHANTOM, stored=len(stream))
+
+    gaps = _Tally()
+    if stream:
+        held = set(at_seq)
+        for seq in range(stream[0].seq, stream[-1].seq + 1):
+            if seq not in held:
+                gaps.add(f"seq {seq} missing between {stream[0].seq} and {stream[-1].seq}")
+    findings[CONTIGUOUS] = gaps.finding(
+        CONTIGUOUS, first_seq=stream[0].seq if stream else 0, last_seq=stream[-1].seq if stream else 0
+    )
+
+    order = _Tally()
+    first_seq: dict[int, list[tuple[int, int, str]]] = defaultdict(list)
+    for write, seqs in stored.items():
+        if (numbered := _write_number(write)) is not None:
+            first_seq[numbered[0]].append((numbered[1], min(seqs), write))
+    for writes in first_seq.values():
+        writes.sort()
+        for (_, seq_a, write_a), (_, seq_b, write_b) in itertools.pairwise(writes):
+            if seq_b < seq_a:
+                order.add(f"{write_b} (seq {seq_b}) stored before the earlier {write_a} (seq {seq_a})")
+    findings[PUBLISHER_ORDER] = order.finding(PUBLISHER_ORDER)
+
+    findings[REPLICAS_AGREE] = _divergence(history, stream)
+
+    down = _Tally()
+    if history.stream_error:
+        down.add(history.stream_error)
+    findings[STREAM_AVAILABLE] = down.finding(STREAM_AVAILABLE)
+    consumer = _Tally()
+    if history.consumer_error:
+        consumer.add(history.consumer_error)
+    findings[CONSUMER_SURVIVES] = consumer.finding(CONSUMER_SURVIVES)
+    return findings
+
+
+def _divergence(history: History, stream: list[StoredMessage]) -> Finding:
+    """Every node's read against the reference's, message by message, and every replica's state against the
+    reference's; a node that could not be read disagrees too."""
+    tally = _Tally()
+    reference = {m.seq: m.write for m in stream}
+    for node in sorted(history.unreadable):
+        tally.add(f"{node} could not be read: {history.unreadable[node]}")
+    for node, messages in sorted(history.reads.items()):
+        if node == history.reference:
+            continue
+        theirs = {m.seq: m.write for m in messages}
+        for seq in sorted(set(reference) | set(theirs)):
+            if reference.get(seq) != theirs.get(seq):
+                tally.add(
+                    f"seq {seq}: {history.reference} has {reference.get(seq, 'nothing')!r}, "
+                    f"{node} has {theirs.get(seq, 'nothing')!r}",
+                    reference.get(seq) or theirs.get(seq, ""),
+                )
+    states = history.node_states
+    if history.reference in states:
+        ours = states[history.reference]
+        for node, state in sorted(states.items()):
+            if node != history.reference and state != ours:
+                tally.add(f"{node}'s replica holds {state}, {history.reference}'s {ours}")
+    return tally.finding(REPLICAS_AGREE, nodes_read=len(history.reads))
+
+
+def summary(finding: Finding) -> str:
+    """The finding in a sentence: the count and first examples, or that it held, with its figures."""
+    figures = ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in finding.figures.items())
+    if finding.holds:
+        return f"held ({figures})" if figures else "held"
+    more = f" (first {len(finding.examples)})" if finding.count > len(finding.examples) else ""
+    text = f"{finding.count} violation(s){more}: " + "; ".join(finding.examples)
+    return f"{text} [{figures}]" if figures else text

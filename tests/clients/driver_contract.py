@@ -1,0 +1,262 @@
+"""What the tests of the nats.go and nats.js drivers share: one client for a driver process over its pipes
+(`PipeDriver`), the requests both tests make, and the watch behaviour (protocol v3) both drivers must show alike
+(`WatchContract`, which each driver's test module subclasses; its `driver` fixture is that module's)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+from nats.js.errors import NotFoundError
+
+WAIT_S = 5.0  # bound on any wait for the driver
+SESSION = "s"  # the one session most tests open
+WATCH_DEFAULTS = {"keys": [">"], "include_history": False, "updates_only": False, "ignore_deletes": False,
+                  "meta_only": False}  # fmt: skip
+
+
+class PipeDriver:
+    """One driver process: requests with ids, responses matched to them, streamed records kept in order."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.records: list[dict] = []
+        self._next_id = 0
+        self._pending: dict[int, asyncio.Future] = {}
+        self._changed = asyncio.Event()
+        self._reader = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        while line := await self.proc.stdout.readline():
+            record = json.loads(line)
+            if "id" in record:
+                self._pending.pop(record["id"]).set_result(record)
+            else:
+                self.records.append(record)
+                self._changed.set()
+
+    async def call(self, op: str, **arguments) -> dict:
+        return await self.request({"op": op, **arguments})
+
+    async def request(self, fields: dict) -> dict:
+        """Send `fields` as a request with the next id (even a malformed one) and return its response."""
+        self._next_id += 1
+        answer = asyncio.get_running_loop().create_future()
+        self._pending[self._next_id] = answer
+        self.proc.stdin.write(json.dumps({"id": self._next_id, **fields}).encode() + b"\n")
+        await self.proc.stdin.drain()
+        return await asyncio.wait_for(answer, WAIT_S + 10)
+
+    async def ok(self, op: str, **arguments) -> dict:
+        response = await self.call(op, **arguments)
+        assert response["ok"], response
+        return response["result"]
+
+    def deliveries(self, sub: str) -> list[dict]:
+        return [r for r in self.records if r["type"] == "delivery" and r["sub"] == sub]
+
+    def events(self, sub: str, kind: str | None = None) -> list[dict]:
+        return [r for r in self.records if r["type"] == "event" and r["sub"] == sub and kind in (None, r["kind"])]
+
+    async def until(self, condition, timeout: float = WAIT_S) -> None:
+        """Wait until `condition()` holds for the records streamed so far; fail after `timeout`."""
+        async with asyncio.timeout(timeout):
+            while not condition():
+                self._changed.clear()
+                await self._changed.wait()
+
+    async def settle(self, seconds: float) -> None:
+        """Let `seconds` of streaming pass (to show that something did NOT come)."""
+        with contextlib.suppress(TimeoutError):
+            await self.until(lambda: False, seconds)
+
+
+@contextlib.asynccontextmanager
+async def running(*command: str) -> AsyncIterator[PipeDriver]:
+    """The driver `command` starts, shut down afterwards; it must exit with status 0. Its stderr (its log) goes to
+    the test's own, so pytest shows it with a failure."""
+    proc = await asyncio.create_subprocess_exec(*command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+    driver = PipeDriver(proc)
+    yield driver
+    if proc.returncode is None:
+        with contextlib.suppress(ConnectionError):
+            await driver.call("shutdown")
+    assert await asyncio.wait_for(proc.wait(), WAIT_S) == 0
+
+
+async def connected(driver: PipeDriver, url: str, *modes: str) -> None:
+    """Session SESSION to `url`, the driver misbehaving in `modes` first."""
+    if modes:
+        await driver.ok("misbehave", modes=list(modes))
+    await driver.ok("connect", session=SESSION, url=url, credentials={}, reconnect_wait_s=0.1)
+
+
+async def kv_bucket(driver: PipeDriver, url: str, bucket: str, *modes: str) -> None:
+    await connected(driver, url, *modes)
+    await driver.ok("kv_create", session=SESSION, bucket=bucket, history=5, ttl_s=None)
+
+
+async def put(driver: PipeDriver, bucket: str, key: str, value: str) -> int:
+    value_b64 = base64.b64encode(value.encode()).decode()
+    return (await driver.ok("kv_put", session=SESSION, bucket=bucket, key=key, value_b64=value_b64))["revision"]
+
+
+def kv_watch_request(bucket: str, sub: str = "w", **options) -> dict:
+    return {"session": SESSION, "bucket": bucket, "sub": sub, **WATCH_DEFAULTS | options}
+
+
+async def kv_watch(driver: PipeDriver, bucket: str, sub: str = "w", **options) -> dict:
+    return await driver.ok("kv_watch", **kv_watch_request(bucket, sub, **options))
+
+
+def watched(driver: PipeDriver, sub: str = "w") -> list:
+    """(key, value, operation) of each KV entry (name, deleted of each object info) streamed for `sub`; None for
+    the null end-of-initial-data record."""
+    seen = []
+    for r in driver.records:
+        if r["type"] == "watch" and r["sub"] == sub:
+            if (item := r["entry"] if "entry" in r else r["info"]) is None:
+                seen.append(None)
+            elif "key" in item:
+                seen.append((item["key"], base64.b64decode(item["value_b64"]).decode(), item["operation"]))
+            else:
+                seen.append((item["name"], item.get("deleted", False)))
+    return seen
+
+
+class WatchContract:
+    """The watch behaviour both drivers share; where their clients differ, each module tests its own."""
+
+    both_includes_refused = ""  # what the refusal of include_history with updates_only says, in the client's words
+    updates_only_begins: tuple = ()  # what an updates-only watch streams before the changes: (None,) if a null
+    # What an ignore_deletes watch streams of keys a, b, c (a deleted before it starts): before b is purged, and once
+    # d is put after that; which markers the client leaves out, and where its null comes, are the client's.
+    ignoring_deletes_before_purge: tuple = ()
+    ignoring_deletes_at_end: tuple = ()
+
+    @pytest_asyncio.fixture
+    async def bucket(self, embedded_server):
+        """A KV / object store bucket name of its own; its stream is deleted afterwards."""
+        name = f"W{uuid.uuid4().hex[:8]}"
+        yield name
+        nc = await embedded_server.connect()
+        for stream in (f"KV_{name}", f"OBJ_{name}"):
+            with contextlib.suppress(NotFoundError):
+                await nc.jetstream().delete_stream(stream)
+        await nc.close()
+
+    @pytest.mark.asyncio
+    async def test_kv_watch_streams_the_last_values_then_null_then_later_changes(self, driver, bucket, embedded_server):
+        """The watcher's initial data is each key's last value in stream order, then the client's nil, then updates."""
+        await kv_bucket(driver, embedded_server.url, bucket)
+        for key, value in (("a", "1"), ("b", "1"), ("a", "2")):
+            await put(driver, bucket, key, value)
+        assert await kv_watch(driver, bucket) == {}
+        await driver.until(lambda: None in watched(driver))
+        assert watched(driver) == [("b", "1", "PUT"), ("a", "2", "PUT"), None]
+        await put(driver, bucket, "a", "3")
+        await driver.until(lambda: len(watched(driver)) == 4)
+        assert watched(driver)[3] == ("a", "3", "PUT")
+        entries = [r["entry"] for r in driver.records if r["type"] == "watch"]
+        assert [e and (e["bucket"], e["revision"]) for e in entries] == [(bucket, 2), (bucket, 3), None, (bucket, 4)]
+
+    @pytest.mark.asyncio
+    async def test_kv_watch_include_history_streams_every_revision(self, driver, bucket, embedded_server):
+        await kv_bucket(driver, embedded_server.url, bucket)
+        for key, value in (("a", "1"), ("b", "1"), ("a", "2")):
+            await put(driver, bucket, key, value)
+        await kv_watch(driver, bucket, include_history=True)
+        await driver.until(lambda: None in watched(driver))
+        assert watched(driver) == [("a", "1", "PUT"), ("b", "1", "PUT"), ("a", "2", "PUT"), None]
+        both = await driver.call("kv_watch", **kv_watch_request(bucket, "w2", include_history=True, updates_only=True))
+        assert both["error"]["kind"] == "invalid" and self.both_includes_refused in both["error"]["message"]
+
+    @pytest.mark.asyncio
+    async def test_kv_watch_updates_only_streams_only_later_changes(self, driver, bucket, embedded_server):
+        """UpdatesOnly: only the changes after the watch started, after `updates_only_begins`."""
+        await kv_bucket(driver, embedded_server.url, bucket)
+        await put(driver, bucket, "a", "1")
+        await kv_watch(driver, bucket, updates_only=True)
+        await put(driver, bucket, "a", "2")
+        await put(driver, bucket, "b", "1")
+        expected = [*self.updates_only_begins, ("a", "2", "PUT"), ("b", "1", "PUT")]
+        await driver.until(lambda: len(watched(driver)) == len(expected))
+        assert watched(driver) == expected
+
+    @pytest.mark.asyncio
+    async def test_kv_watch_ignore_deletes_leaves_out_delete_markers(self, driver, bucket, embedded_server):
+        """ignore_deletes leaves out the deletes the client counts (`ignoring_deletes_*`); a plain watch has them."""
+        await kv_bucket(driver, embedded_server.url, bucket)
+        for key in ("a", "b", "c"):
+            await put(driver, bucket, key, "1")
+        await driver.ok("kv_delete", session=SESSION, bucket=bucket, key="a")
+        await kv_watch(driver, bucket, "quiet", ignore_deletes=True)
+        await kv_watch(driver, bucket, "all")
+        before = list(self.ignoring_deletes_before_purge)
+        await driver.until(lambda: watched(driver, "quiet") == before and None in watched(driver, "all"))
+        await driver.ok("kv_purge", session=SESSION, bucket=bucket, key="b")
+        await put(driver, bucket, "d", "1")
+        at_end = list(self.ignoring_deletes_at_end)
+        await driver.until(lambda: len(watched(driver, "all")) == 6 and len(watched(driver, "quiet")) == len(at_end))
+        assert watched(driver, "quiet") == at_end
+        assert watched(driver, "all")[2:] == [("a", "", "DEL"), None, ("b", "", "PURGE"), ("d", "1", "PUT")]
+
+    @pytest.mark.asyncio
+    async def test_kv_watch_keys_filter_what_is_streamed(self, driver, bucket, embedded_server):
+        """One filter (Watch) with a wildcard, and several (WatchFiltered)."""
+        await kv_bucket(driver, embedded_server.url, bucket)
+        for key in ("a.1", "b.1", "a.2"):
+            await put(driver, bucket, key, "v")
+        await kv_watch(driver, bucket, "one", keys=["a.*"])
+        await kv_watch(driver, bucket, "two", keys=["a.1", "b.1"])
+        await driver.until(lambda: None in watched(driver, "one") and None in watched(driver, "two"))
+        await put(driver, bucket, "b.2", "v")
+        await put(driver, bucket, "a.3", "v")
+        await put(driver, bucket, "b.1", "w")
+        await driver.until(lambda: len(watched(driver, "one")) == 4 and len(watched(driver, "two")) == 4)
+        assert watched(driver, "one") == [("a.1", "v", "PUT"), ("a.2", "v", "PUT"), None, ("a.3", "v", "PUT")]
+        assert watched(driver, "two") == [("a.1", "v", "PUT"), ("b.1", "v", "PUT"), None, ("b.1", "w", "PUT")]
+
+    @pytest.mark.asyncio
+    async def test_kv_watch_meta_only_hands_over_no_value(self, driver, bucket, embedded_server):
+        await kv_bucket(driver, embedded_server.url, bucket)
+        await put(driver, bucket, "a", "hello")
+        await kv_watch(driver, bucket, meta_only=True)
+        await driver.until(lambda: None in watched(driver))
+        assert watched(driver) == [("a", "", "PUT"), None]
+
+    @pytest.mark.asyncio
+    async def test_stop_ends_a_watch(self, driver, bucket, embedded_server):
+        await kv_bucket(driver, embedded_server.url, bucket)
+        await kv_watch(driver, bucket)
+        await driver.until(lambda: watched(driver) == [None])
+        await put(driver, bucket, "a", "1")
+        await driver.until(lambda: len(watched(driver)) == 2)
+        assert await driver.ok("stop", sub="w") == {}
+        await put(driver, bucket, "a", "2")
+        await driver.settle(0.3)
+        assert watched(driver) == [None, ("a", "1", "PUT")] and driver.events("w") == []
+        assert (await driver.call("stop", sub="w"))["error"]["kind"] == "invalid"
+
+    @pytest.mark.asyncio
+    @pytest.mark.parametrize(
+        ("mode", "expected"),
+        [
+            ("watch-no-end-of-data", [("a", "1", "PUT"), ("b", "1", "PUT"), ("c", "1", "PUT")]),
+            ("watch-drop-first", [("b", "1", "PUT"), None, ("c", "1", "PUT")]),
+        ],
+    )
+    async def test_misbehave_watch_modes_misreport_the_watch(self, driver, bucket, embedded_server, mode, expected):
+        await kv_bucket(driver, embedded_server.url, bucket, mode)
+        await put(driver, bucket, "a", "1")
+        await put(driver, bucket, "b", "1")
+        await kv_watch(driver, bucket)
+        await put(driver, bucket, "c", "1")
+        await driver.until(lambda: ("c", "1", "PUT") in watched(driver))
+        assert watched(driver) == expected

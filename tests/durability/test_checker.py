@@ -1,0 +1,143 @@
+"""The durability checker on synthetic histories: each anomaly is detected, counted and shown; a clean history holds."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from jetcheck.conformance import durability as rules
+from jetcheck.conformance.catalog import rules_checked_by
+from jetcheck.conformance.durability import History, check_history, summary
+from jetcheck.records import DeliveryRecord, PublishRecord, StoredMessage
+
+NODES = ("n1", "n2", "n3")
+
+
+def acked(write: str, seq: int, msg_id: str = "", publisher: int = 0) -> PublishRecord:
+    return PublishRecord(publisher, write, msg_id, 1, "ok", seq)
+
+
+def timed_out(write: str, msg_id: str = "", publisher: int = 0) -> PublishRecord:
+    return PublishRecord(publisher, write, msg_id, 1, "unknown", error="TimeoutError")
+
+
+def stored(node: str, pairs: list[tuple[int, str]]) -> list[StoredMessage]:
+    return [StoredMessage(node, seq, write, "") for seq, write in pairs]
+
+
+def history(publishes, stream: list[tuple[int, str]], **changes) -> History:
+    """Every node holds `stream` and the consumer received all of it, unless `changes` says otherwise."""
+    base = History(
+        publishes=list(publishes),
+        deliveries=[DeliveryRecord(seq, write, "", 1, 0) for seq, write in stream],
+        reads={node: stored(node, stream) for node in NODES},
+        reference="n1",
+        node_states={node: {"messages": len(stream), "first_seq": 1, "last_seq": len(stream)} for node in NODES},
+    )
+    return replace(base, **changes)
+
+
+CLEAN = [acked("p0-0", 1, "p0-0"), acked("p1-0", 2), acked("p0-1", 3, "p0-1"), acked("p1-1", 4)]
+CLEAN_STREAM = [(1, "p0-0"), (2, "p1-0"), (3, "p0-1"), (4, "p1-1")]
+
+
+def failing(findings) -> dict[str, int]:
+    return {rule: finding.count for rule, finding in findings.items() if not finding.holds}
+
+
+def test_a_clean_history_holds_every_rule():
+    """Acked writes stored once, in order, on every node, all delivered: every rule holds."""
+    findings = check_history(history(CLEAN, CLEAN_STREAM))
+    assert set(findings) == set(rules.RULES)
+    assert failing(findings) == {}
+    assert findings[rules.ACKED_SURVIVE].figures["acked"] == 4
+
+
+def test_a_lost_acknowledged_write_fails_acked_survive_crash():
+    """An acked write missing after healing is lost, named with the sequence its PubAck gave."""
+    stream = [pair for pair in CLEAN_STREAM if pair[1] != "p0-1"]
+    findings = check_history(history(CLEAN, stream))
+    assert findings[rules.ACKED_SURVIVE].count == 1
+    assert findings[rules.ACKED_SURVIVE].examples == ("p0-1 acked at seq 3, absent",)
+    assert findings[rules.CONTIGUOUS].count == 1  # its sequence is now a hole
+
+
+def test_an_acked_write_stored_at_another_sequence_is_counted_moved():
+    """A write acked at one sequence but stored at another breaks the ack's promise."""
+    stream = [(1, "p0-0"), (2, "p1-0"), (3, "p1-1"), (4, "p0-1")]
+    finding = check_history(history(CLEAN, stream))[rules.ACKED_SURVIVE]
+    assert finding.count == 2 and finding.figures["moved"] == 2
+
+
+def test_a_message_id_stored_twice_fails_dedup():
+    """A retried message id stored at two sequences is a duplicate inside the window."""
+    publishes = [*CLEAN, PublishRecord(0, "p0-1", "p0-1", 2, "ok", 5, duplicate=False)]
+    stream = [*CLEAN_STREAM, (5, "p0-1")]
+    findings = check_history(history(publishes, stream))
+    assert failing(findings) == {rules.DEDUP: 1}
+    assert findings[rules.DEDUP].examples == ("msg id p0-1 stored at seqs 3, 5",)
+
+
+def test_a_divergent_replica_fails_replicas_agree():
+    """A node serving another message at a sequence, and a replica whose state differs, both disagree."""
+    divergent = {**{n: stored(n, CLEAN_STREAM) for n in NODES}, "n3": stored("n3", [*CLEAN_STREAM[:3], (4, "p9-9")])}
+    states = {n: {"messages": 4, "first_seq": 1, "last_seq": 4} for n in NODES}
+    states["n2"] = {"messages": 3, "first_seq": 1, "last_seq": 3}
+    findings = check_history(history(CLEAN, CLEAN_STREAM, reads=divergent, node_states=states))
+    assert failing(findings) == {rules.REPLICAS_AGREE: 2}
+    assert "seq 4: n1 has 'p1-1', n3 has 'p9-9'" in findings[rules.REPLICAS_AGREE].examples
+
+
+def test_a_node_that_cannot_be_read_disagrees():
+    """A node missing from the final read counts against replicas-agree, with why."""
+    reads = {n: stored(n, CLEAN_STREAM) for n in NODES[:2]}
+    finding = check_history(history(CLEAN, CLEAN_STREAM, reads=reads, unreadable={"n3": "TimeoutError"}))
+    assert finding[rules.REPLICAS_AGREE].examples == ("n3 could not be read: TimeoutError",)
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["kept", "absent"])
+def test_an_unknown_write_is_never_counted_lost(kept):
+    """A timed-out write may be present or absent: every rule holds either way, and the figures say which."""
+    publishes = [*CLEAN, timed_out("p1-2")]
+    stream = [*CLEAN_STREAM, (5, "p1-2")] if kept else CLEAN_STREAM
+    findings = check_history(history(publishes, stream))
+    assert failing(findings) == {}
+    figures = findings[rules.ACKED_SURVIVE].figures
+    assert (figures["unknown_kept"], figures["unknown_absent"]) == ((1, 0) if kept else (0, 1))
+
+
+def test_a_message_nobody_wrote_fails_no_phantom_writes():
+    """A stored payload no publisher sent, and a second copy of a write sent once without an id, are phantoms."""
+    stream = [*CLEAN_STREAM, (5, "p7-0"), (6, "p1-0")]
+    findings = check_history(history(CLEAN, stream))
+    assert failing(findings) == {rules.NO_PHANTOM: 2}
+
+
+def test_a_later_write_stored_before_an_earlier_one_fails_publisher_order():
+    """Write n+1 of a publisher stored below write n is an order violation."""
+    publishes = [acked("p0-0", 2), acked("p0-1", 1)]
+    findings = check_history(history(publishes, [(1, "p0-1"), (2, "p0-0")]))
+    assert failing(findings) == {rules.PUBLISHER_ORDER: 1}
+
+
+def test_an_undelivered_acked_write_and_a_forgotten_consumer_fail_their_rules():
+    """The consumer's info answering 404 after the heal, and an acked write it never delivered, both fail."""
+    h = history(CLEAN, CLEAN_STREAM, consumer_error="CONSUMER.INFO answered 404/10014 consumer not found")
+    h = replace(h, deliveries=h.deliveries[:2])
+    findings = check_history(h)
+    assert failing(findings) == {rules.ACKED_DELIVERED: 2, rules.CONSUMER_SURVIVES: 1}
+    assert "2 violation(s)" in summary(findings[rules.ACKED_DELIVERED])
+
+
+def test_a_stream_gone_after_healing_fails_availability_and_loses_every_ack():
+    """No node serving the stream: it is unavailable, and every acked write is lost."""
+    h = history(CLEAN, [], reads={}, reference="", deliveries=[], node_states={}, stream_error="stream not found")
+    findings = check_history(h)
+    assert findings[rules.STREAM_AVAILABLE].count == 1
+    assert findings[rules.ACKED_SURVIVE].count == 4
+
+
+def test_the_checker_judges_exactly_the_rules_the_catalog_gives_the_durability_command():
+    """Each catalog rule with checked_by = "durability" has a finding, and each finding a catalog rule."""
+    assert set(rules_checked_by("durability")) == set(rules.RULES)

@@ -1,0 +1,93 @@
+"""`jetcheck durability` for real, short: a 3-node cluster, one kill of the leader, every rule judged into results
+that the report's reader and the verdict take as any other; and nothing left behind when the run fails."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+
+import psutil
+
+from jetcheck import cli
+from jetcheck import durability as command
+from jetcheck.conformance.catalog import rules_checked_by
+from jetcheck.fixtures.cluster_faults import PROCESS_FAULTS, describe, plan_faults
+from jetcheck.fixtures.errors import TargetError
+from jetcheck.records import HISTORY_DIR, RESULTS_FILE, RUN_FILE, FaultRecord, PublishRecord, read_history
+from jetcheck.reports.inputs import resolve
+
+from ..conftest import SERVER_VERSION
+
+
+def processes_under(folder) -> list[str]:
+    """Command lines of running processes that name `folder` (a node's store lives there)."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        line = " ".join(process.info["cmdline"] or [])
+        if str(folder) in line:
+            found.append(line)
+    return found
+
+
+def test_a_short_run_with_one_leader_kill_judges_every_durability_rule(tmp_path, capsys):
+    """15 s of writes on three nodes while the stream's leader is killed (-9) and restarted: every rule passes on
+    the current release, and the results, run.json and history are ones `jetcheck report` reads."""
+    out = tmp_path / "out"
+    argv = ["durability", "--server-version", SERVER_VERSION, "--duration", "15s", "--seed", "7"]
+    code = cli.main([*argv, "--faults", "kill-leader", "--out", str(out)])
+    printed = capsys.readouterr()
+    assert code == 0, printed.out + printed.err
+    result_set = resolve(out)
+    results = result_set.results()
+    assert {r.id for r in results} == set(rules_checked_by("durability"))
+    assert all(r.status == "pass" for r in results), [r.message for r in results if r.status != "pass"]
+    assert all("seed 7, 3 nodes, sync_interval default, schedule kill-leader@" in r.message for r in results)
+    assert result_set.verdict().ok
+    faults = read_history(out / HISTORY_DIR, FaultRecord)
+    assert [f.kind for f in faults] == ["kill-leader"], faults
+    assert faults[0].detail == f"leader {faults[0].nodes[0]}", faults
+    publishes = read_history(out / HISTORY_DIR, PublishRecord)
+    assert sum(p.outcome == "ok" for p in publishes) > 100
+    assert json.loads((out / RUN_FILE).read_text())["options"]["seed"] == 7
+    assert (out / RESULTS_FILE).is_file()
+
+
+def run_with_failing_session(tmp_path, monkeypatch, capsys, argv: list[str], look) -> None:
+    """`jetcheck durability *argv` whose session calls look(nodes, links, temp) once the cluster is up, then fails:
+    exit 2 with the failure's line, and afterwards no node process and nothing in the run's temp folder."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+
+    async def failing_session(nodes, plan, workload, seed, links, users_cluster):
+        look(nodes, links, temp)
+        raise TargetError("the session failed")
+
+    monkeypatch.setattr(command, "_session", failing_session)
+    code = cli.main(["durability", "--server-version", SERVER_VERSION, *argv, "--out", str(tmp_path / "out")])
+    assert code == 2 and "the session failed" in capsys.readouterr().err
+    assert processes_under(temp) == []
+    assert list(temp.iterdir()) == []
+
+
+def test_a_failing_run_stops_every_node_and_removes_their_folders(tmp_path, monkeypatch, capsys):
+    """When the run fails once the cluster is up, its nodes are stopped and its temp folder removed."""
+    seen: list[bool] = []
+
+    def look(nodes, links, temp):
+        seen.extend(node.running for node in nodes)
+        assert processes_under(temp), "the nodes run with their stores under the temp folder"
+
+    run_with_failing_session(tmp_path, monkeypatch, capsys, [], look)
+    assert seen == [True, True, True]
+
+
+def test_the_same_seed_gives_the_same_fault_schedule():
+    """The schedule is drawn from the seed alone; each kind comes once before any repeats."""
+    kinds = list(PROCESS_FAULTS)
+    first, again = plan_faults(42, kinds, 60.0, 3), plan_faults(42, kinds, 60.0, 3)
+    assert describe(first) == describe(again)
+    assert describe(first) != describe(plan_faults(43, kinds, 60.0, 3))
+    assert sorted(f.kind for f in first) == sorted(PROCESS_FAULTS)
+    assert all(6.0 <= f.at_s <= 54.0 and len(f.minority) == 1 for f in first)
+    assert all(len(f.minority) == 2 for f in plan_faults(42, kinds, 60.0, 5))
