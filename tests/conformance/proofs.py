@@ -16,7 +16,8 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -206,6 +207,25 @@ def check_differences(results: list[CheckResult], expected: Iterable[str]) -> st
         for what, found in (("should fail and did not", unbroken), ("failed unexpectedly", unexpected))
         if found
     )
+
+
+def recurring_changes(
+    changed: Mapping[str, str],
+    rerun: Callable[[str], list[CheckResult]],
+    baseline: Mapping[str, str],
+    name_of: Callable[[CheckResult], str] = check_name,
+) -> dict[str, str]:
+    """Of `changed` (check name -> what changed from `baseline`), the changes that come back when `rerun(keyword)`
+    certifies those checks again with the same breakers or variant. A breaker acts the same every time: a change
+    that does not come back was the client's or the machine's own flake, reported as a warning, not as the row's."""
+    if not changed:
+        return {}
+    functions = sorted({name.split("::")[-1].split("[")[0] for name in changed})
+    again = rerun(" or ".join(functions))
+    recurring = {name_of(r) for r in again if r.status != baseline.get(name_of(r))}
+    for name in sorted(set(changed) - recurring):
+        warnings.warn(f"{name} changed once and not again: {changed[name]}", stacklevel=2)
+    return {name: text for name, text in changed.items() if name in recurring}
 
 
 def markexpr(areas: tuple[str, ...]) -> str:

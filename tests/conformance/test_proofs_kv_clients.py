@@ -11,7 +11,6 @@ Server (wire) rules are left to test_proofs_kv: they judge the server, whatever 
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ import pytest
 from jetcheck.conformance.catalog import load_catalog
 from jetcheck.records import CheckResult
 
-from .proofs import Breaks, ClientRow, broken_proxy, certify_run, declared_failures
+from .proofs import Breaks, ClientRow, broken_proxy, certify_run, declared_failures, recurring_changes
 from .test_proofs_client import check_name, missing_toolchain
 
 CLIENTS = ("nats-py", "nats.js", "nats.go")
@@ -142,7 +141,7 @@ def test_the_table_covers_every_kv_adapter_rule():
     assert set().union(*(row.must for row in [*BREAKS.values(), *VARIANT_BREAKS.values()])) == KV_ADAPTER_RULES
 
 
-@pytest.mark.filterwarnings("default::UserWarning")  # a client's flake is reported, not turned into an error
+@pytest.mark.filterwarnings("default::UserWarning")  # a client's flake is reported (recurring_changes)
 @pytest.mark.parametrize("case", PROOFS, ids=lambda case: case.id)
 def test_kv_breakers_fail_exactly_their_client_rules(embedded_server, reference, tmp_path, case):
     """Through the breakers, the client fails every check of the rules they break; its other KV client checks
@@ -172,10 +171,9 @@ def test_kv_breakers_fail_exactly_their_client_rules(embedded_server, reference,
     assert not unbroken, f"{case.id} should fail every check of {sorted(case.breaks)}; these did not: {unbroken}"
     changed = {check_name(r): f"{baseline.get(check_name(r))} -> {r.status}: {r.message[:200]}" for r in ours
                if r.id not in case.breaks | case.may and r.status != baseline.get(check_name(r))}  # fmt: skip
-    if changed:  # a breaker acts the same every time: a change that does not come back was the client's own flake
-        again, _ = broken_run(tmp_path / "again", "-k", " or ".join(name.split("::")[-1] for name in changed))
-        recurring = {check_name(r) for r in again if r.status != baseline.get(check_name(r))}
-        for name in sorted(set(changed) - recurring):
-            warnings.warn(f"{case.id}: {name} changed once and not again ({changed[name]})", stacklevel=1)
-        changed = {name: text for name, text in changed.items() if name in recurring}
+
+    def rerun(keyword: str) -> list[CheckResult]:
+        return broken_run(tmp_path / "again", "-k", keyword)[0]
+
+    changed = recurring_changes(changed, rerun, baseline, check_name)
     assert not changed, f"{case.id} changed checks of rules it should not break: {changed}"
