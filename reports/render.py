@@ -656,12 +656,13 @@ def _load_clients(loads: list[LoadTables]) -> Table | None:
     return clients_side_by_side(loads)
 
 
-def render_html(content: ReportContent) -> str:
-    return _templates().get_template("report.html").render(document(content))
+def render_html(content: ReportContent, built: dict[str, Any] | None = None) -> str:
+    """index.html's text; `built` is `document(content)` when the caller made it already (the charts are costly)."""
+    return _templates().get_template("report.html").render(built or document(content))
 
 
-def render_markdown(content: ReportContent) -> str:
-    return _templates().get_template("summary.md").render(document(content))
+def render_markdown(content: ReportContent, built: dict[str, Any] | None = None) -> str:
+    return _templates().get_template("summary.md").render(built or document(content))
 
 
 def report_tables(content: ReportContent) -> dict[str, pd.DataFrame]:
@@ -702,7 +703,8 @@ def write_report(content: ReportContent, out: Path) -> Path:
     tables_dir.mkdir(parents=True, exist_ok=True)
     for name, frame in report_tables(content).items():
         _write_table(frame, tables_dir, name)
-    (out / "summary.md").write_text(render_markdown(content), encoding="utf-8")
+    built = document(content)  # one document for both: rendering its charts is most of this step's time
+    (out / "summary.md").write_text(render_markdown(content, built), encoding="utf-8")
     index = out / "index.html"
-    index.write_text(render_html(content), encoding="utf-8")
+    index.write_text(render_html(content, built), encoding="utf-8")
     return index
