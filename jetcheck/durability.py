@@ -92,8 +92,6 @@ REMOVE_TIMEOUT_S = 5.0  # removing the run's stream from a user's cluster, also 
 LEADER_WAIT_S = 10.0
 POLL_S = 0.25
 READ_CONCURRENCY = 200
-CLUSTER_ONLY = "cluster"
-NOT_FOUND = 404
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -21,7 +21,7 @@ from urllib.parse import SplitResult, urlsplit
 
 from jetcheck.errors import ConfigError
 from jetcheck.fixtures.binaries import DEFAULT_VERSION
-from jetcheck.fixtures.cluster_faults import FAULT_KINDS, PROCESS_FAULTS
+from jetcheck.fixtures.cluster_faults import FAULT_KINDS, HOLD_S, PROCESS_FAULTS
 from jetcheck.fixtures.described_cluster import PREFIX as CLUSTER_FILE
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.target import Credentials
@@ -39,6 +39,7 @@ def _durability_server(value: str) -> str:
 
 
 MAX_HOLD_S = 120.0
+HOLD_RANGE = f"{HOLD_S[0]:g}-{HOLD_S[1]:g}"  # the default --hold
 
 
 def _hold_range(value: str) -> tuple[float, float]:
@@ -738,9 +739,9 @@ TABLE: tuple[Option, ...] = (
     ),
     Option(
         "hold",
-        "how long each fault is held before it is healed, MIN-MAX seconds drawn per fault (default 1-4; at most half "
-        "the gap between faults, and holds longer than 4 s space the faults wider)",
-        lambda: "1-4",
+        f"how long each fault is held before it is healed, MIN-MAX seconds drawn per fault (default {HOLD_RANGE}; at "
+        f"most half the gap between faults, and holds longer than {HOLD_S[1]:g} s space the faults wider)",
+        lambda: HOLD_RANGE,
         _hold_range,
         commands=("durability",),
     ),

@@ -90,7 +90,7 @@ class Driver:
     async def start(self) -> None:
         self.rec = self.log.extend  # one row: (ctx, intended, start, end, error, code, seq, deliveries, e2e)
         self.nc = await self._connect()
-        self.js = self.nc.jetstream(publish_async_max_pending=self.settings.max_inflight)
+        self.js = self.nc.jetstream()
         await self.prepare()
         self._task = asyncio.get_running_loop().create_task(self._guarded_run())
 
@@ -130,10 +130,6 @@ class Driver:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(self._task, FETCH_TIMEOUT_S * 4 + DRAIN_TIMEOUT_S)
         await self.drain()
-        if self.js is not None and self.js.publish_async_pending():
-            # unacknowledged async publishes past the deadline stay unlogged: the record check then says so
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.js.publish_async_completed(), DRAIN_TIMEOUT_S)
         if self._inflight:
             await asyncio.wait(list(self._inflight), timeout=DRAIN_TIMEOUT_S)
             for pending in list(self._inflight):

@@ -24,7 +24,7 @@ from jetcheck.records import RESULTS_FILE
 from jetcheck.testing.synthetic import LoadSpec, sample_results, write_certify_run, write_load_run
 
 from .conftest import SERVER_VERSION
-from .durability.test_packet_loss import namespaces
+from .durability.test_packet_loss import MISSING, namespaces
 
 STOP_BUDGET_S = 5.0
 READY_TIMEOUT_S = 180.0
@@ -116,11 +116,13 @@ def test_an_interrupted_command_stops_everything_it_started(tmp_path, embedded_s
     foreground group, which the command's children are not in): within 5 s the command and every process below it
     are gone, it said "jetcheck: interrupted" and exited 130, its temp directory is empty and the target holds no
     stream the run created."""
+    if command == "durability-loss" and MISSING:
+        pytest.skip(MISSING)
     case = case_for(command, tmp_path, embedded_server.url)
     temp = tmp_path / "tmp"
     temp.mkdir()
     before = streams_on(embedded_server)
-    namespaces_before = namespaces()
+    namespaces_before = namespaces() if command == "durability-loss" else set()
     stdout, stderr = tmp_path / "stdout", tmp_path / "stderr"
     with open(stdout, "wb") as out, open(stderr, "wb") as err:
         proc = subprocess.Popen(
