@@ -227,7 +227,9 @@ def main_job(
     `jetcheck certify` does (for a CI gate); jetcheck.verdict decides both. `preflight` (certify's: the server
     binary is there, a URL target answers, with TLS when required, and has JetStream) runs before any step or
     folder; its TargetError is the job's bad-input line, since no step could do anything with that target."""
-    from jetcheck.reports.build import build_report  # Spark and matplotlib: only once a job runs
+    # Spark and matplotlib: only once a job runs
+    from jetcheck.reports.build import build_report
+    from jetcheck.reports.warm import WarmSession, warms
 
     stream = stream or sys.stderr
     run_dir = Path(out) if out else default_run_dir()
@@ -241,24 +243,31 @@ def main_job(
     progress = Progress(len(steps) + 1, stream)
     incomplete = []
     print(f"jetcheck run -> {run_dir}", file=stream, flush=True)
-    for index, step in enumerate(steps, start=1):
-        log = logs / f"{step.name}.log"
-        started = progress.start(index, step.name, log)
-        try:
-            completed, outcome = run_step(step, log)
-        except KeyboardInterrupt:
-            progress.finish(started, "interrupted")
-            raise
-        progress.finish(started, outcome)
-        if not completed:
-            incomplete.append(step.name)
-            print(f"  {step.name} log ({log}):\n{_tail(log)}", file=stream, flush=True)
-    started = progress.start(len(steps) + 1, "report")
+    # the report's Spark starts and warms up while the steps run (jetcheck.reports.warm), its JVM's output in logs/
+    warm = WarmSession(master, logs / "spark.log") if warms(master) else None
     try:
-        outcome = build_report([str(run_dir)], out=run_dir / REPORT_DIR, master=master)
-    except ConfigError as exc:
-        progress.finish(started, f"failed: {exc}")
-        return EXIT_STEP_FAILED
+        for index, step in enumerate(steps, start=1):
+            log = logs / f"{step.name}.log"
+            started = progress.start(index, step.name, log)
+            try:
+                completed, outcome = run_step(step, log)
+            except KeyboardInterrupt:
+                progress.finish(started, "interrupted")
+                raise
+            progress.finish(started, outcome)
+            if not completed:
+                incomplete.append(step.name)
+                print(f"  {step.name} log ({log}):\n{_tail(log)}", file=stream, flush=True)
+        started = progress.start(len(steps) + 1, "report")
+        try:
+            spark = warm.take() if warm is not None else None
+            outcome = build_report([str(run_dir)], out=run_dir / REPORT_DIR, master=master, spark=spark)
+        except ConfigError as exc:
+            progress.finish(started, f"failed: {exc}")
+            return EXIT_STEP_FAILED
+    finally:
+        if warm is not None:
+            warm.close()
     progress.finish(started, "done")
     print(outcome.index.resolve())
     for line in outcome.verdict_lines or ["no conformance results"]:

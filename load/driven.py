@@ -21,7 +21,7 @@ from jetcheck.errors import ConfigError
 from jetcheck.fixtures.target import Credentials
 from jetcheck.options import DRIVEN_CLIENTS
 
-from .drivers import NEVER, Driver, Overflow
+from .drivers import NEVER, Driver, DriverOpFailed, Overflow
 from .oplog import NO_E2E, SLOTS, OpLog
 from .scenarios import LoadSettings, scenario
 
@@ -45,10 +45,6 @@ KV_OPS = ("kv_put", "kv_get")  # a kv row's op is the index here
 BATCH_MS = 50  # one record per 50 ms: a few hundred kB at most, so the pipe never paces the load
 STOP_TIMEOUT_S = 60.0  # the driver's own drain deadline (10 s) plus a busy machine's slack
 OVERFLOW = "Overflow"
-
-
-class DriverOpFailed(Exception):
-    """An operation the driven client reported as failed; the message is the client's error class."""
 
 
 def split_client(client: str) -> tuple[str, str]:

@@ -36,6 +36,10 @@ class Overflow(Exception):
     """An open-loop operation was not sent because `max_inflight` operations were outstanding."""
 
 
+class DriverOpFailed(Exception):
+    """An operation a driven client reported as failed; the message is the client's error class."""
+
+
 @dataclass
 class OpStats:
     """Totals of one op kind since the last report: what Locust's request events are made of."""
@@ -43,13 +47,16 @@ class OpStats:
     ok: int = 0
     latency_ns: int = 0  # sum over ok ops (from the intended time)
     nbytes: int = 0
-    errors: dict[str, int] = field(default_factory=dict)
-    last_error: BaseException | None = None
+    # per error (its class, and for a driven client's failure the class the driver named): the latest one, count
+    errors: dict[str, tuple[BaseException, int]] = field(default_factory=dict)
 
     def fail(self, exc: BaseException, count: int = 1) -> None:
-        name = type(exc).__name__
-        self.errors[name] = self.errors.get(name, 0) + count
-        self.last_error = exc
+        name = f"{type(exc).__name__}:{exc}" if isinstance(exc, DriverOpFailed) else type(exc).__name__
+        self.errors[name] = (exc, self.errors.get(name, (exc, 0))[1] + count)
+
+    def failures(self) -> list[tuple[BaseException, int]]:
+        """One (latest exception, count) per kind of error: what Locust's failure events are made of."""
+        return list(self.errors.values())
 
 
 def delivery_of(reply: str) -> tuple[int, int]:

@@ -200,13 +200,13 @@ class NatsUser(User):
                     exception=None,
                     context={"ops": stats.ok},
                 )
-            for _name, count in stats.errors.items():
+            for error, count in stats.failures():
                 fire(
                     request_type="JS",
                     name=op,
                     response_time=0.0,
                     response_length=0,
-                    exception=stats.last_error,
+                    exception=error,
                     context={"ops": count},
                 )
         if self.driver.failure is not None:

@@ -38,46 +38,67 @@ def on_loopback(master: str | None) -> bool:
     return urlsplit(master).hostname in ("127.0.0.1", "localhost", "::1")
 
 
-def build_session(master: str | None = None, app_name: str = "jetcheck-report", log_bytes: int | None = None):
-    """A new (or the already active) SparkSession; local[*] on 127.0.0.1 unless `master` names a cluster.
+def settings(master: str | None = None, app_name: str = "jetcheck-report", log_bytes: int | None = None) -> dict:
+    """The Spark configuration of a report session: local[*] on 127.0.0.1 unless `master` names a cluster.
 
     `log_bytes`, the size of the op logs it is for, when known: small logs get a JVM tuned to start quickly."""
+    local = master is None or master.startswith("local")
+    conf = {
+        "spark.master": master or LOCAL_MASTER,
+        "spark.app.name": app_name,
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        # the in-memory catalog: no Hive metastore to set up (the reports read files, they keep no tables)
+        "spark.sql.catalogImplementation": "in-memory",
+        "spark.sql.session.timeZone": "UTC",
+    }
+    if log_bytes is not None and log_bytes <= QUICK_START_BYTES:
+        conf["spark.driver.extraJavaOptions"] = QUICK_START_JAVA_OPTIONS
+    if on_loopback(master):
+        conf["spark.driver.host"] = conf["spark.driver.bindAddress"] = "127.0.0.1"
+    if local:
+        conf["spark.driver.memory"] = DRIVER_MEMORY
+        # A handful of partitions suits one machine; the default 200 mostly costs task overhead.
+        conf["spark.sql.shuffle.partitions"] = str(max(4, 2 * (os.cpu_count() or 2)))
+    return conf
+
+
+def build_session(
+    master: str | None = None, app_name: str = "jetcheck-report", log_bytes: int | None = None, log: Path | None = None
+):
+    """A new (or the already active) SparkSession configured by settings(); its JVM's output goes to `log` (by
+    default spark_log_path()), never to the terminal."""
+    from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
-    local = master is None or master.startswith("local")
-    loopback = on_loopback(master)
-    _prepare_environment(loopback)
-    builder = (
-        SparkSession.builder.appName(app_name)
-        .master(master or LOCAL_MASTER)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        # the in-memory catalog: no Hive metastore to set up (the reports read files, they keep no tables)
-        .config("spark.sql.catalogImplementation", "in-memory")
-        .config("spark.sql.session.timeZone", "UTC")
-    )
-    if log_bytes is not None and log_bytes <= QUICK_START_BYTES:
-        builder = builder.config("spark.driver.extraJavaOptions", QUICK_START_JAVA_OPTIONS)
-    if loopback:
-        builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-    if local:
-        builder = (
-            builder.config("spark.driver.memory", DRIVER_MEMORY)
-            # A handful of partitions suits one machine; the default 200 mostly costs task overhead.
-            .config("spark.sql.shuffle.partitions", str(max(4, 2 * (os.cpu_count() or 2))))
-        )
-    with _jvm_output_to(spark_log_path()):
-        try:
-            session = builder.getOrCreate()
-        except KeyboardInterrupt:
-            _stop_starting_jvms()
-            raise
+    _prepare_environment(on_loopback(master))
+    conf = SparkConf().setAll(list(settings(master, app_name, log_bytes).items()))
+    try:
+        _launch_jvm(conf, log or spark_log_path())
+        session = SparkSession.builder.config(conf=conf).getOrCreate()
+    except KeyboardInterrupt:
+        stop_starting_jvms()
+        raise
     session.sparkContext.setLogLevel("ERROR")
     return session
 
 
-def _stop_starting_jvms() -> None:
+def _launch_jvm(conf, log_path: Path) -> None:
+    """Start pyspark's JVM for `conf` with its stdout and stderr appended to `log_path`, unless this process has one
+    already (pyspark keeps one per process). The JVM gets its own output files rather than the process's file
+    descriptors 1 and 2 for the moment of its start, so a session can start on a thread while others print."""
+    from pyspark import SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    with open(log_path, "ab") as log:
+        gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+    SparkContext._ensure_initialized(gateway=gateway, conf=conf)
+
+
+def stop_starting_jvms() -> None:
     """Stop the JVM pyspark was starting when the interrupt came: pyspark drops it, and it would run on for good.
 
     It is this process's child running SparkSubmit; SIGTERM lets it delete its temp directories on the way out."""
@@ -97,25 +118,6 @@ def spark_log_path() -> Path:
     """Where the JVM's own stdout/stderr go (JDK notices, log4j lines): a file, not the user's terminal."""
     default = Path(tempfile.gettempdir()) / f"jetcheck-spark-{os.getuid()}.log"
     return Path(os.environ.get("JETCHECK_SPARK_LOG") or default)
-
-
-@contextlib.contextmanager
-def _jvm_output_to(path: Path) -> Iterator[None]:
-    # The JVM inherits file descriptors 1 and 2 when the py4j gateway launches it. Point them at a log file for
-    # that moment only: the JVM keeps writing there for its whole life, Python's own output is untouched.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    with open(path, "ab") as log:
-        os.dup2(log.fileno(), 1)
-        os.dup2(log.fileno(), 2)
-    try:
-        yield
-    finally:
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in saved:
-            os.close(fd)
 
 
 @contextlib.contextmanager

@@ -110,6 +110,14 @@ SIGNALLED = [
 ]
 
 
+def _command_line(process: psutil.Process) -> str:
+    """The start of a process's command line; a short-lived helper may have exited already (a shell script's)."""
+    try:
+        return " ".join(process.cmdline()[:6])
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return f"pid {process.pid} (exited)"
+
+
 @pytest.mark.parametrize(("command", "sig"), SIGNALLED)
 def test_an_interrupted_command_stops_everything_it_started(tmp_path, embedded_server, command, sig):
     """The signal goes to the command's process alone (as `kill` sends it; Ctrl-C reaches only the terminal's
@@ -138,7 +146,7 @@ def test_an_interrupted_command_stops_everything_it_started(tmp_path, embedded_s
         wait_until_ready(proc, case, stdout, stderr)
         descendants = psutil.Process(proc.pid).children(recursive=True)
         assert descendants, "the command runs its work in child processes"
-        described = {p.pid: " ".join(p.cmdline()[:6]) for p in descendants}
+        described = {p.pid: _command_line(p) for p in descendants}
         os.kill(proc.pid, sig)
         deadline = time.monotonic() + STOP_BUDGET_S
         try:

@@ -1,0 +1,93 @@
+"""A report session started early: `jetcheck run` starts Spark and warms it up while certify and load work.
+
+On a quiet 2-core machine the report of a default run's folder took 15 s from cold: 4 s for the JVM to start, 8-9 s
+for the first aggregation, whose same query run again takes 3-4 s (the rest is class loading and compiling), and
+the charts. Started during certify, the JVM is ready and compiled when the run's logs are, and the report step
+is left with the work of the report itself.
+
+The warm-up runs at the lowest CPU priority (its thread's, which the JVM and its workers inherit), so it takes
+only time certify leaves idle, and it reports on a small synthetic load log in a temp folder of its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from jetcheck.reports import spark
+
+NICE = 19
+# Enough rows for every query of a load report to compile with the same plan a real log gets.
+RECORDS = 3000
+DURATION_S = 3.0
+
+
+def warms(master: str | None) -> bool:
+    """Whether a run with this --master gets a warm session: a local one, when this process has no session yet (a
+    cluster's executors could not read the warm-up's temp folder; a session already active is used as it is)."""
+    from pyspark.sql import SparkSession
+
+    return (master is None or master.startswith("local")) and SparkSession.getActiveSession() is None
+
+
+class WarmSession:
+    """Starts a SparkSession on a background thread and runs one small report on it; take() hands it over."""
+
+    def __init__(self, master: str | None = None, log: Path | None = None):
+        self._master, self._log = master, log  # the JVM's output: spark.spark_log_path() unless given
+        self._folder = Path(tempfile.mkdtemp(prefix="jetcheck-warm-up-"))
+        self._session = None
+        self.error: BaseException | None = None  # what stopped the warm-up, if anything did
+        self._closing = threading.Event()
+        self._thread = threading.Thread(target=self._warm, name="jetcheck-report-warm-up", daemon=True)
+        self._thread.start()
+
+    def _warm(self) -> None:
+        from jetcheck.reports.build import build_report
+        from jetcheck.reports.synthetic_load import LoadSpec, write_load_run
+
+        _lower_this_threads_priority()
+        try:
+            if self._closing.is_set():
+                return
+            # the size of a default run's log: the same JVM options as its report would choose
+            self._session = spark.build_session(self._master, log_bytes=0, log=self._log)
+            load = write_load_run(self._folder / "load", LoadSpec(records=RECORDS, duration_s=DURATION_S))
+            if not self._closing.is_set():
+                build_report([str(load)], out=self._folder / "report", spark=self._session)
+        except Exception as exc:  # any failure means a cold report, which says what is wrong
+            self.error = exc
+
+    def take(self):
+        """The warmed-up session once the warm-up ends, or None when it failed (the report then starts its own)."""
+        self._thread.join()
+        if self.error is not None:
+            self.close()
+            return None
+        return self._session
+
+    def close(self) -> None:
+        """Stop the session (and a JVM still starting) and delete the warm-up's folder; safe to call twice."""
+        self._closing.set()
+        session, self._session = self._session, None
+        if session is not None:
+            with contextlib.suppress(Exception):
+                session.stop()
+        if self._thread.is_alive():
+            # the JVM may still be starting, or busy with the warm-up: it is this process's child
+            spark.stop_starting_jvms()
+            self._thread.join(spark.JVM_STOP_S)
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+
+def _lower_this_threads_priority() -> None:
+    # Linux keeps a nice value per thread, and a process started from this thread inherits it; elsewhere the call
+    # would lower the whole process's priority, so the warm-up there simply runs at normal priority.
+    if sys.platform == "linux":
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)

@@ -1,0 +1,85 @@
+"""The session `jetcheck run` warms up while its steps work (jetcheck.reports.warm): its reports, what it leaves."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from jetcheck.reports.build import build_report
+
+# Run in a process of its own: this one has the tests' shared session, and a warm session is only made where none is.
+WARM_REPORT = """
+import json, os, sys
+from pathlib import Path
+import psutil
+from jetcheck.reports.build import build_report
+from jetcheck.reports.warm import WarmSession, warms
+
+run, out, log = sys.argv[1:4]
+assert warms(None)
+warm = WarmSession(None, Path(log))
+session = warm.take()
+jvms = [p for p in psutil.Process().children() if p.name() == "java"]
+facts = {
+    "error": repr(warm.error),
+    "jvms": [p.pid for p in jvms],
+    "jvm_nice": [p.nice() for p in jvms],
+    "own_nice": os.getpriority(os.PRIO_PROCESS, 0),
+    "warm_up_folders": [p.name for p in Path(os.environ["TMPDIR"]).iterdir() if p.name.startswith("jetcheck-warm-up")],
+}
+build_report([run], out=Path(out), spark=session)
+warm.close()
+print(json.dumps(facts))
+"""
+GENERATED = re.compile(r"Generated \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC")
+
+
+@pytest.fixture(scope="module")
+def warm_run(run_folder: Path, tmp_path_factory) -> tuple[dict, Path, Path]:
+    """The facts WARM_REPORT printed, its report folder and its (emptied) temp folder."""
+    base = tmp_path_factory.mktemp("warm")
+    out, temp = base / "report", base / "tmp"
+    temp.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", WARM_REPORT, str(run_folder), str(out), str(base / "spark.log")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TMPDIR": str(temp)},
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr
+    facts = json.loads(done.stdout.strip().splitlines()[-1])
+    psutil.wait_procs([psutil.Process(pid) for pid in facts["jvms"] if psutil.pid_exists(pid)], timeout=10)
+    return facts, out, temp
+
+
+def test_a_report_on_the_warmed_up_session_says_what_a_cold_one_says(spark, run_folder, warm_run, tmp_path):
+    """The warm-up leaves nothing behind in the session: the run's report on it equals one on a fresh session."""
+    facts, warm_out, _temp = warm_run
+    assert facts["error"] == "None"
+    cold = build_report([str(run_folder)], out=tmp_path / "cold", spark=spark)
+    assert GENERATED.sub("", (warm_out / "summary.md").read_text()) == GENERATED.sub("", cold.index.with_name(
+        "summary.md").read_text())  # fmt: skip
+    tables = sorted(path.relative_to(tmp_path / "cold") for path in (tmp_path / "cold").rglob("*.csv"))
+    assert tables, "the report writes its tables as CSV"
+    for table in tables:
+        assert (warm_out / table).read_text() == (tmp_path / "cold" / table).read_text(), table
+
+
+def test_the_warm_up_runs_at_the_lowest_priority_and_leaves_nothing_running_or_on_disk(warm_run):
+    """Its JVM runs at nice 19 (it takes only CPU the run's steps leave idle) while the process that started it
+    keeps its own priority; once closed, the JVM is gone and the warm-up's temp folder deleted."""
+    facts, _out, temp = warm_run
+    assert len(facts["jvms"]) == 1, facts
+    assert facts["jvm_nice"] == [19]
+    assert facts["own_nice"] == os.getpriority(os.PRIO_PROCESS, 0)
+    assert len(facts["warm_up_folders"]) == 1, "the warm-up writes its synthetic log into a temp folder"
+    assert not any(psutil.pid_exists(pid) for pid in facts["jvms"])
+    assert sorted(path.name for path in temp.iterdir()) == []
