@@ -69,13 +69,17 @@ def read_ops(spark, result_set: ResultSet):
     return spark.read.schema(spark_schema(OP_FIELDS)).parquet(*[str(p) for p in result_set.op_files()])
 
 
-def _user_spans(ops) -> list:
+_EARLIEST, _LATEST = ("first", "first_intended"), ("last", "last_end")
+
+
+def _user_spans(ops) -> tuple[list[dict], list[tuple]]:
     """One pass over the log: per (process, user) the first and last actual send, the first intended send, the
-    last reply and the row count; the steady window, the time origin and the run's span all derive from these."""
+    last reply and the row count; the steady window, the time origin and the run's span all derive from these.
+    Also the log's distinct (scenario, op) pairs, which the same pass groups by."""
     from pyspark.sql import functions as F
 
-    return (
-        ops.groupBy("process", "user")
+    rows = (
+        ops.groupBy("process", "user", *GROUP)
         .agg(
             F.min("start_ns").alias("first"),
             F.max("start_ns").alias("last"),
@@ -85,6 +89,21 @@ def _user_spans(ops) -> list:
         )
         .collect()
     )
+    spans: dict[tuple, dict] = {}
+    for row in rows:
+        span = spans.setdefault((row["process"], row["user"]), {"rows": 0})
+        span["rows"] += row["rows"]
+        for name in _EARLIEST:
+            span[name] = _either(span.get(name), row[name], min)
+        for name in _LATEST:
+            span[name] = _either(span.get(name), row[name], max)
+    groups = sorted({(row["scenario"], row["op"]) for row in rows}, key=repr)
+    return list(spans.values()), groups
+
+
+def _either(a, b, pick):
+    """pick(a, b) of two values that may be null (a null is no value, as in SQL's min and max)."""
+    return b if a is None else a if b is None else pick(a, b)
 
 
 def _origin_and_last(spans: list, info: dict[str, Any]) -> tuple[int, int]:
@@ -99,7 +118,6 @@ def _origin_and_last(spans: list, info: dict[str, Any]) -> tuple[int, int]:
 METRIC_NAMES = tuple(METRICS)
 WHOLE_RUN = -1  # the slot of the whole-run bucket rows
 _SLOT_LIMIT = (1 << 24) - 2
-_BUCKET_KEYS = [*GROUP, "metric", "slot", "bucket"]
 
 
 def _metric_values() -> list:
@@ -117,20 +135,36 @@ def _metric_values() -> list:
     ]
 
 
-def bucket_table(ops, origin_ns: int, slot_ns: int, window: SteadyWindow):
+# A bucket row's keys packed into one bigint, so that the aggregation of eight rows per operation hashes one number
+# rather than two strings and three numbers (halved the bucket table's time on 10M operations): from the top, the
+# (scenario, op) group's index, the metric, the slot + 1 and the bucket + 1.
+_BUCKET_BITS, _SLOT_BITS, _METRIC_BITS = 17, 24, 3
+_GROUP_LIMIT = 1 << (63 - _BUCKET_BITS - _SLOT_BITS - _METRIC_BITS)
+
+
+def bucket_table(ops, origin_ns: int, slot_ns: int, window: SteadyWindow, groups: list[tuple] | None = None):
     """The bucket table of the whole run and of every time slot, in one pass of JVM expressions (Spark SQL).
 
     Each operation gives up to eight rows, two per metric: one in its completion time slot at coarse precision
     (latency over time) and, when sent in the steady window, one in the WHOLE_RUN slot at full precision; rows
-    of equal (scenario, op, metric, slot, bucket) merge into count, vmin and vmax."""
+    of equal (scenario, op, metric, slot, bucket) merge into count, vmin and vmax. `groups`: the log's distinct
+    (scenario, op) pairs when the caller knows them (else a query finds them)."""
     from pyspark.sql import functions as F
 
+    if groups is None:
+        groups = [tuple(row) for row in ops.select(*GROUP).distinct().collect()]
+    if len(groups) >= _GROUP_LIMIT:
+        raise ValueError(f"{len(groups)} (scenario, op) groups: the bucket table packs at most {_GROUP_LIMIT - 1}")
     values = [f"v{index}" for index in range(len(METRIC_NAMES))]
+    group = F.lit(None)
+    for index, (scenario, op) in enumerate(groups):
+        matches = F.col("scenario").eqNullSafe(scenario) & F.col("op").eqNullSafe(op)
+        group = F.when(matches, F.lit(index)) if index == 0 else group.when(matches, F.lit(index))
     # integer division, as exact as the nanoseconds (a double quotient can round up to the next slot)
     slot = F.expr(f"LEAST(GREATEST((end_ns - {origin_ns}) DIV {slot_ns}, 0), {_SLOT_LIMIT})")
     staged = ops.select(
-        *GROUP,
-        slot.cast("int").alias("slot"),
+        group.cast("bigint").alias("group"),
+        slot.cast("bigint").alias("slot"),
         window.contains(F.col("start_ns")).alias("steady"),
         *[value.alias(name) for value, name in zip(_metric_values(), values, strict=True)],
     )
@@ -143,14 +177,27 @@ def bucket_table(ops, origin_ns: int, slot_ns: int, window: SteadyWindow):
             (F.lit(WHOLE_RUN), buckets.SUB_BUCKET_BITS, F.when(F.col("steady"), F.col(name))),
         ):
             bucket = F.expr(buckets.bucket(name, bits, f"e{name}"))
-            rows.append(F.struct(F.lit(metric).alias("metric"), row_slot.alias("slot"), bucket.alias("bucket"),
-                                 value.alias("value")))  # fmt: skip
-    exploded = staged.select(*GROUP, F.inline(F.array(*rows))).where(F.col("value").isNotNull())
-    merged = exploded.groupBy(*_BUCKET_KEYS).agg(
+            key = F.col("group") * (1 << _METRIC_BITS) + metric
+            key = (key * (1 << _SLOT_BITS) + (row_slot + 1)) * (1 << _BUCKET_BITS) + (bucket + 1)
+            rows.append(F.struct(key.alias("key"), value.alias("value")))
+    exploded = staged.select(F.inline(F.array(*rows))).where(F.col("value").isNotNull())
+    merged = exploded.groupBy("key").agg(
         F.count(F.lit(1)).alias("count"), F.min("value").alias("vmin"), F.max("value").alias("vmax")
     )
+    key = F.col("key")
+    index = F.shiftright(key, _BUCKET_BITS + _SLOT_BITS + _METRIC_BITS).cast("int") + 1
     names = F.array(*[F.lit(name) for name in METRIC_NAMES])
-    return merged.withColumn("metric", F.element_at(names, F.col("metric") + 1))
+    metric = F.shiftright(key, _BUCKET_BITS + _SLOT_BITS).bitwiseAND((1 << _METRIC_BITS) - 1).cast("int") + 1
+    return merged.select(
+        F.element_at(F.array(*[F.lit(scenario) for scenario, _op in groups]), index).alias("scenario"),
+        F.element_at(F.array(*[F.lit(op) for _scenario, op in groups]), index).alias("op"),
+        F.element_at(names, metric).alias("metric"),
+        (F.shiftright(key, _BUCKET_BITS).bitwiseAND((1 << _SLOT_BITS) - 1) - 1).cast("int").alias("slot"),
+        (key.bitwiseAND((1 << _BUCKET_BITS) - 1) - 1).alias("bucket"),
+        "count",
+        "vmin",
+        "vmax",
+    )
 
 
 def _to_pandas(frame) -> pd.DataFrame:
@@ -229,7 +276,7 @@ def aggregate_load(spark, result_set: ResultSet) -> LoadTables:
     files = result_set.op_files()
     with shuffle_partitions_for(spark, files):
         ops = read_ops(spark, result_set) if files else None
-        spans = _user_spans(ops) if ops is not None else []
+        spans, groups = _user_spans(ops) if ops is not None else ([], [])
         window = steady_window((row["first"], row["last"]) for row in spans)
         if window is None:  # no op-log files, or files without rows
             empty = pd.DataFrame()
@@ -257,7 +304,7 @@ def aggregate_load(spark, result_set: ResultSet) -> LoadTables:
         standard = [label for label, _ in buckets.STANDARD_QUANTILES]
         # every slot's percentiles in one query; the whole run's (slot WHOLE_RUN) also at the distribution's quantiles
         summary = buckets.percentiles(
-            bucket_table(ops, origin_ns, slot_ns, window),
+            bucket_table(ops, origin_ns, slot_ns, window, groups),
             [*keys, "slot"],
             [*buckets.STANDARD_QUANTILES, *distribution_q],
         ).persist()

@@ -129,7 +129,7 @@ def test_bucket_table_equals_the_rows_bucketed_one_by_one_in_any_partitioning(sp
     ok = rng.random(n) > 0.05
     ops = pd.DataFrame(
         {
-            "scenario": "s",
+            "scenario": rng.choice(["mixed", "kv"], n),  # every (scenario, op) pair is a group of its own
             "op": rng.choice(["publish", "consume"], n),
             "ok": ok,
             "intended_ns": intended,
