@@ -4,9 +4,9 @@
         [--before DIR] [--rounds N]
 
 Each input runs `jetcheck report` work in a fresh child process (so the JVM start is counted and memory does not
-carry over); the parent samples the RSS of the child's whole process tree. Generated logs are kept in --data and
-reused. The synthetic run has a constant rate (RATE ops/s), so 10x the records is 10x the run length. --in adds
-real run or load folders (e.g. what `jetcheck run` left).
+carry over); the parent samples the proportional set size (PSS) of the child's whole process tree. Generated logs
+are kept in --data and reused. The synthetic run has a constant rate (RATE ops/s), so 10x the records is 10x the
+run length. --in adds real run or load folders (e.g. what `jetcheck run` left).
 
 --before DIR names a folder holding another version of the reports/ package (e.g. `git archive <commit> reports |
 tar -x -C DIR`): each input is then reported by that code and by this one back to back, in alternating order
@@ -107,6 +107,15 @@ def child(folder: str, out: str) -> None:
     print(json.dumps(timings), flush=True)
 
 
+def _proportional_set_size(process: psutil.Process) -> int:
+    """A process's share of the physical memory it maps (PSS): a page shared with a forked child (the JVM runs
+    short-lived helpers) counts once across the two, where adding up their RSS would count it twice."""
+    try:
+        return process.memory_full_info().pss
+    except psutil.AccessDenied:
+        return process.memory_info().rss
+
+
 def measure(folder: Path, out: Path, code: Path | None = None) -> dict:
     shutil.rmtree(out, ignore_errors=True)
     argv = [sys.executable, __file__, "--child", str(folder), str(out)]
@@ -123,7 +132,7 @@ def measure(folder: Path, out: Path, code: Path | None = None) -> dict:
             for member in [process, *process.children(recursive=True)]:
                 try:
                     with member.oneshot():
-                        rss += member.memory_info().rss
+                        rss += _proportional_set_size(member)
                         times = member.cpu_times()
                         cpu[member.pid] = times.user + times.system
                 except psutil.Error:
@@ -176,7 +185,7 @@ def line(label: str, result: dict) -> str:
     return (
         f"{label}: wall {result['wall_s']:6.1f} s (Spark ready {result['session_s']:4.1f} s, aggregate "
         f"{work - render:5.1f} s, render {render:4.1f} s), CPU {result['cpu_s']:6.1f} s, "
-        f"peak RSS {result['peak_mib']:,.0f} MiB (python + JVM + workers), load average {result['load']:.1f}"
+        f"peak memory {result['peak_mib']:,.0f} MiB (PSS of python + JVM + workers), load average {result['load']:.1f}"
     )
 
 
@@ -208,7 +217,7 @@ def main() -> None:
             before, after = (min(results[name], key=lambda r: r["wall_s"]) for name, _ in versions)
             print(
                 f"{label:>14}: after/before, best of {args.rounds}: wall x{after['wall_s'] / before['wall_s']:.2f}, "
-                f"CPU x{after['cpu_s'] / before['cpu_s']:.2f}, peak RSS x{after['peak_mib'] / before['peak_mib']:.2f}"
+                f"CPU x{after['cpu_s'] / before['cpu_s']:.2f}, memory x{after['peak_mib'] / before['peak_mib']:.2f}"
                 f"; median wall {statistics.median(r['wall_s'] for r in results['before']):.1f} s -> "
                 f"{statistics.median(r['wall_s'] for r in results['after']):.1f} s",
                 flush=True,

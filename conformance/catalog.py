@@ -34,6 +34,18 @@ class Rule:
     # recorded history under faults), which has no certify check and no proof row
     checked_by: str = ""
 
+    def result_fields(self) -> dict[str, str]:
+        """What a CheckResult of this rule says of the rule itself (jetcheck.records.CheckResult's names)."""
+        return {
+            "id": self.id,
+            "area": self.area,
+            "title": self.statement,
+            "level": self.level,
+            "source": self.source,
+            "min_version": self.since,
+            "subject": self.subject,
+        }
+
 
 def parse_area(text: str, origin: str) -> list[Rule]:
     try:
@@ -86,8 +98,9 @@ def load_catalog(directory: Path | None = None) -> dict[str, Rule]:
 def certify_rules(directory: Path | None = None) -> dict[str, Rule]:
     """The rules certify's checks test (each has a check and a proof row); the others are judged by the command
     their `checked_by` names."""
-    return {rule_id: rule for rule_id, rule in load_catalog(directory).items() if not rule.checked_by}
+    return rules_checked_by("", directory)
 
 
 def rules_checked_by(command: str, directory: Path | None = None) -> dict[str, Rule]:
+    """The rules the jetcheck command `command` judges ("" for certify's checks)."""
     return {rule_id: rule for rule_id, rule in load_catalog(directory).items() if rule.checked_by == command}

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import datetime as dt
 import itertools
 import json
 import os
@@ -42,7 +41,7 @@ from jetcheck.fixtures.factories import Server, jetcheck_server
 from jetcheck.fixtures.proxy import NatsProxy
 from jetcheck.fixtures.target import ServerInfo, Target, probe
 from jetcheck.options import OPTIONS, Config, add_pytest_options, resolve
-from jetcheck.records import LEVELS, RESULTS_FILE, RUN_FILE, CheckResult
+from jetcheck.records import LEVELS, RESULTS_FILE, RUN_FILE, CheckResult, utc_now
 from jetcheck.redact import redact_text
 from jetcheck.versions import parse_version
 
@@ -225,12 +224,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config=resolved,
         catalog=catalog,
         run_id=f"{resolved.run_prefix}-{int(time.time())}",
-        started_at=_now(),
+        started_at=utc_now(),
     )
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
 
 def _hypothesis_settings(config: pytest.Config) -> settings:
@@ -491,15 +486,9 @@ def _result(
     server_log: str = "",
     detail: str = "",
 ) -> CheckResult:
-    rule = item.stash[RULE]
     return CheckResult(
-        id=rule.id,
+        **item.stash[RULE].result_fields(),
         status=status,
-        area=rule.area,
-        title=rule.statement,
-        level=rule.level,
-        source=rule.source,
-        min_version=rule.since,
         server_version=run.server.version if run.server else "",
         client=_client_info(run.config),
         duration_s=round(duration, 4),
@@ -508,7 +497,6 @@ def _result(
         run_id=run.run_id,
         observed=item.stash.get(OBSERVED, {}),
         server_log=redact_text(server_log, run.secrets),
-        subject=rule.subject,
         detail=redact_text(detail, run.secrets),
     )
 
@@ -607,7 +595,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int):
         if run is not None and (run.collected is not None or run.results):
             _write_run(
                 run,
-                finished_at=_now(),
+                finished_at=utc_now(),
                 interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
                 stopped_reason=run.stopped_reason or run.failure,
             )

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import datetime as dt
 import json
 import os
 import secrets
@@ -72,6 +71,7 @@ from jetcheck.records import (
     FaultRecord,
     PublishRecord,
     StoredMessage,
+    utc_now,
     write_history,
     write_results,
 )
@@ -163,7 +163,7 @@ def durability_command(args: argparse.Namespace) -> int:
     where = f"nats-server {args.server_version}" if isinstance(provider, ClusterProvider) else str(provider.path)
     print(f"jetcheck durability: seed {seed}, {size} nodes, {where}")
     print(f"schedule: {describe(plan)}", flush=True)
-    started_at, started = _now(), time.monotonic()
+    started_at, started = utc_now(), time.monotonic()
     try:
         provider.start()
         print(
@@ -187,13 +187,18 @@ def durability_command(args: argparse.Namespace) -> int:
     duration_s = round(time.monotonic() - started, 3)
     for rule_id, rule in sorted(rules_checked_by("durability").items()):
         finding = findings[rule_id]
-        of_rule = {"id": rule_id, "area": rule.area, "title": rule.statement, "level": rule.level}
-        of_rule |= {"source": rule.source, "min_version": rule.since, "subject": rule.subject}
         status = "pass" if finding.holds else "fail"
         message = f"{summary(finding)}; {schedule}"
         figures = {**finding.figures, "seed": seed}
         results.append(
-            CheckResult(**of_rule, **of_run, status=status, duration_s=duration_s, message=message, observed=figures)
+            CheckResult(
+                **rule.result_fields(),
+                **of_run,
+                status=status,
+                duration_s=duration_s,
+                message=message,
+                observed=figures,
+            )
         )
     write_results(out / RESULTS_FILE, results)
     run_info = {
@@ -222,7 +227,7 @@ def durability_command(args: argparse.Namespace) -> int:
         },
         "jetcheck_version": __version__,
         "started_at": started_at,
-        "finished_at": _now(),
+        "finished_at": utc_now(),
         "collected": len(results),
     }
     (out / RUN_FILE).write_text(json.dumps(run_info, indent=2, default=list), encoding="utf-8")
@@ -232,10 +237,6 @@ def durability_command(args: argparse.Namespace) -> int:
     print(f"\nresults: {out / RESULTS_FILE}  ({schedule})")
     print("\n".join(verdict.lines()))
     return verdict.exit_code()
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
 
 async def _connect(nodes: list[NatsServerProcess], only: int | None = None) -> Client:

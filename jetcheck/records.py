@@ -11,6 +11,7 @@ Load logs are columnar; their schemas are kept here as (name, Arrow type) pairs 
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import MISSING, asdict, dataclass, field
@@ -32,6 +33,11 @@ OPS_DIR = "ops"  # ops/ops-<pid>-<n>.parquet
 SAMPLES_DIR = "samples"  # samples/samples-<n>.parquet
 OPS_GLOB = "ops-*.parquet"
 SAMPLES_GLOB = "samples-*.parquet"
+
+
+def utc_now() -> str:
+    """Now, as run.json's started_at and finished_at give it (ISO 8601, UTC, milliseconds)."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
 
 class BadResultsError(TargetError):

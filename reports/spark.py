@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -75,7 +76,8 @@ def build_session(
     _prepare_environment(on_loopback(master))
     conf = SparkConf().setAll(list(settings(master, app_name, log_bytes).items()))
     try:
-        _launch_jvm(conf, log or spark_log_path())
+        if SparkSession.getActiveSession() is None:
+            _start_context(conf, log or spark_log_path())
         session = SparkSession.builder.config(conf=conf).getOrCreate()
     except KeyboardInterrupt:
         stop_starting_jvms()
@@ -84,18 +86,30 @@ def build_session(
     return session
 
 
-def _launch_jvm(conf, log_path: Path) -> None:
-    """Start pyspark's JVM for `conf` with its stdout and stderr appended to `log_path`, unless this process has one
-    already (pyspark keeps one per process). The JVM gets its own output files rather than the process's file
+class _Jvm:
+    """Whether this process has started pyspark's JVM: pyspark keeps that one for the process's life, and a
+    SparkContext made after another was stopped runs in it."""
+
+    lock = threading.Lock()
+    started = False
+
+
+def _start_context(conf, log_path: Path) -> None:
+    """A SparkContext for `conf`, in a JVM whose stdout and stderr are appended to `log_path` when this starts it.
+
+    The JVM gets output files of its own (pyspark's launch_gateway takes them) rather than the process's file
     descriptors 1 and 2 for the moment of its start, so a session can start on a thread while others print."""
     from pyspark import SparkContext
     from pyspark.java_gateway import launch_gateway
 
-    if SparkContext._gateway is not None:
-        return
-    with open(log_path, "ab") as log:
-        gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
-    SparkContext._ensure_initialized(gateway=gateway, conf=conf)
+    with _Jvm.lock:
+        if _Jvm.started:
+            SparkContext.getOrCreate(conf)
+            return
+        with open(log_path, "ab") as log:
+            gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+        _Jvm.started = True
+        SparkContext(conf=conf, gateway=gateway)
 
 
 def stop_starting_jvms() -> None:

@@ -62,6 +62,9 @@ class WarmSession:
                 build_report([str(load)], out=self._folder / "report", spark=self._session)
         except Exception as exc:  # any failure means a cold report, which says what is wrong
             self.error = exc
+            if self._log is not None:
+                with contextlib.suppress(OSError), open(self._log, "a", encoding="utf-8") as log:
+                    log.write(f"jetcheck: the report's warm-up failed, the report starts Spark itself: {exc!r}\n")
 
     def take(self):
         """The warmed-up session once the warm-up ends, or None when it failed (the report then starts its own)."""
