@@ -77,7 +77,7 @@ def build_session(
     conf = SparkConf().setAll(list(settings(master, app_name, log_bytes).items()))
     try:
         if SparkSession.getActiveSession() is None:
-            _start_context(conf, log or spark_log_path())
+            _start_jvm(conf, log or spark_log_path())
         session = SparkSession.builder.config(conf=conf).getOrCreate()
     except KeyboardInterrupt:
         stop_starting_jvms()
@@ -94,8 +94,9 @@ class _Jvm:
     started = False
 
 
-def _start_context(conf, log_path: Path) -> None:
-    """A SparkContext for `conf`, in a JVM whose stdout and stderr are appended to `log_path` when this starts it.
+def _start_jvm(conf, log_path: Path) -> None:
+    """Start pyspark's JVM for `conf`, its stdout and stderr appended to `log_path`, with a SparkContext in it;
+    nothing when this process has started it already (the session builder then makes a context in that one).
 
     The JVM gets output files of its own (pyspark's launch_gateway takes them) rather than the process's file
     descriptors 1 and 2 for the moment of its start, so a session can start on a thread while others print."""
@@ -104,7 +105,6 @@ def _start_context(conf, log_path: Path) -> None:
 
     with _Jvm.lock:
         if _Jvm.started:
-            SparkContext.getOrCreate(conf)
             return
         with open(log_path, "ab") as log:
             gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
@@ -113,7 +113,8 @@ def _start_context(conf, log_path: Path) -> None:
 
 
 def stop_starting_jvms() -> None:
-    """Stop the JVM pyspark was starting when the interrupt came: pyspark drops it, and it would run on for good.
+    """Stop the JVM pyspark was starting when the interrupt came (pyspark drops it, and it would run on for good),
+    or the one a warm-up still works in (reports.warm).
 
     It is this process's child running SparkSubmit; SIGTERM lets it delete its temp directories on the way out."""
     starting = []
