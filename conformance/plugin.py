@@ -69,8 +69,9 @@ _COMMON = {
     "report_multiple_bugs": False,
     "suppress_health_check": [HealthCheck.too_slow],
 }
-settings.register_profile("jetcheck-fast", max_examples=40, derandomize=True, **_COMMON)
-settings.register_profile("jetcheck-thorough", max_examples=300, **_COMMON)
+HYPOTHESIS_PROFILES = {"fast": "jetcheck-fast", "thorough": "jetcheck-thorough"}  # --profile -> Hypothesis profile
+settings.register_profile(HYPOTHESIS_PROFILES["fast"], max_examples=40, derandomize=True, **_COMMON)
+settings.register_profile(HYPOTHESIS_PROFILES["thorough"], max_examples=300, **_COMMON)
 
 
 def na(reason: str) -> None:
@@ -229,7 +230,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _hypothesis_settings(config: pytest.Config) -> settings:
-    return settings.get_profile("jetcheck-" + _run(config).config.profile)
+    return settings.get_profile(HYPOTHESIS_PROFILES[_run(config).config.profile])
 
 
 # --- collection: every check names a catalog rule ----------------------------------------------------------------

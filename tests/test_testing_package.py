@@ -268,3 +268,29 @@ def test_certify_offers_a_variant_only_from_a_plugin_the_run_loads(tmp_path, pyt
     )  # fmt: skip
     assert (proc.returncode, proc.stderr.splitlines()[0][: len(line)]) == (2, line), proc.stderr
     assert not list(tmp_path.iterdir())
+
+
+SHRINKABLE = """
+from hypothesis import given, settings, strategies as st
+
+from jetcheck.conformance.plugin import HYPOTHESIS_PROFILES
+
+
+@settings(settings.get_profile(HYPOTHESIS_PROFILES["fast"]))
+@given(st.integers(min_value=0))
+def test_below_a_thousand(n):
+    assert n < 1000
+"""
+
+
+@pytest.mark.parametrize(("flags", "shrunk"), [((), True), (("--no-shrink",), False)])
+def test_no_shrink_reports_the_first_failing_example_as_found(tmp_path, flags, shrunk):
+    """With --no-shrink, a property check under jetcheck's profile fails on the example it found, not a minimal one."""
+    (tmp_path / "test_property.py").write_text(SHRINKABLE)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-c", "/dev/null", "--rootdir", str(tmp_path), "-p", "no:cacheprovider",
+         "-p", f"{TESTING}.plugin", *flags, "test_property.py"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert ("n=1000," in proc.stdout) == shrunk, proc.stdout

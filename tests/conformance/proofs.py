@@ -18,6 +18,7 @@ import sys
 import tempfile
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,13 +26,15 @@ from pathlib import Path
 from jetcheck.conformance.certify import CERTIFY_INI, CHECKS_PACKAGE
 from jetcheck.fixtures import children
 from jetcheck.records import RESULTS_FILE, CheckResult, read_results
+from jetcheck.testing.plugin import NO_SHRINK
 
 from .test_catalog import check_rule_ids
 
 CERTIFY_TIMEOUT_S = 240
 PROXY_START_S = 30
 PROXY_STOP_S = 10
-TESTING_PLUGIN = ("-p", "jetcheck.testing.plugin")  # offers the client variants to --client
+# offers the client variants to --client; a proof needs a check to fail, not a minimal failing example
+TESTING_PLUGIN = ("-p", "jetcheck.testing.plugin", NO_SHRINK)
 COLLECT_TIMEOUT_S = 120
 # certify's rootdir is the conformance package, so every check's node id starts with its checks folder
 CHECKS_DIR = "checks/"
@@ -232,13 +235,37 @@ def markexpr(areas: tuple[str, ...]) -> str:
     return " or ".join(areas)
 
 
-def assert_breaks_exactly(server_url: str, out: Path, case: Proof, also_failing: Iterable[str] = ()) -> None:
-    """Certify `case.areas` through `case.breakers` in front of `server_url`: exactly the declared checks fail
-    (every check of `case.breaks` but the spared ones, and the checks `also_failing` names: those the client fails
-    with no breaker), every other check passes or is na, and certify's exit status says whether a MUST check
-    failed."""
+def module_cases(request) -> list:
+    """The `case` parameters of the selected tests of the requesting fixture's module, in collection order."""
+    params = (getattr(item, "callspec", None) for item in request.session.items if item.module is request.module)
+    return [callspec.params["case"] for callspec in params if callspec and "case" in callspec.params]
+
+
+@contextmanager
+def certified_rows(cases: Iterable, run: Callable, workers: int) -> Iterator[dict[str, Future]]:
+    """`run(case)` for every one of `cases`, `workers` at a time: the futures, by case id. Proof runs spend most
+    of their time waiting out timeouts, so a few overlap without starving each other's timing."""
+    with ThreadPoolExecutor(workers) as pool:
+        yield {case.id: pool.submit(run, case) for case in cases}
+
+
+def certify_broken(server_url: str, out: Path, case: Proof) -> tuple[int, list[CheckResult]]:
+    """Certify `case.areas` through `case.breakers` in front of `server_url`: certify's exit status and results."""
     with broken_proxy(server_url, case.breakers) as url:
-        status, results = certify(url, out, "-m", markexpr(case.areas), client=case.client)
+        return certify(url, out, "-m", markexpr(case.areas), client=case.client)
+
+
+def assert_breaks_exactly(server_url: str, out: Path, case: Proof, also_failing: Iterable[str] = ()) -> None:
+    """Certify `case.areas` through `case.breakers` in front of `server_url` and judge it (assert_broke_exactly)."""
+    assert_broke_exactly(case, *certify_broken(server_url, out, case), also_failing)
+
+
+def assert_broke_exactly(
+    case: Proof, status: int, results: list[CheckResult], also_failing: Iterable[str] = ()
+) -> None:
+    """Exactly the declared checks failed (every check of `case.breaks` but the spared ones, and the checks
+    `also_failing` names: those the client fails with no breaker), every other check passed or was na, and
+    certify's exit status says whether a MUST check failed."""
     _, odd = outcome(results)
     assert results, "no checks ran"
     assert not odd, f"checks that neither passed, failed nor were na: {odd}"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,13 +31,13 @@ from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.records import CheckResult
 from jetcheck.testing import CLIENT_VARIANTS
 
-from .proofs import Breaks, ClientRow, certify_run, declared_failures, recurring_changes
+from .proofs import Breaks, ClientRow, certified_rows, certify_run, declared_failures, module_cases, recurring_changes
 
 SERVER_VERSION = os.environ.get("JETCHECK_SERVER_VERSION", DEFAULT_VERSION)
 CERTIFY_TIMEOUT_S = 300
 # The certify runs spend their time waiting out short timeouts and heartbeat intervals (a few seconds of CPU in a
-# 20-60 s run); two at a time keeps timing-sensitive checks honest on 2 cores.
-CONCURRENT_RUNS = 2
+# 20-60 s run): three at a time use under half of 2 cores (0.4), which keeps timing-sensitive checks honest.
+CONCURRENT_RUNS = 3
 AREAS = "client and (ordered or heartbeat or push)"  # the client rules that go through the client adapter
 
 GAP = "ordered.gap-recovered"
@@ -182,15 +182,16 @@ def check_name(result: CheckResult) -> str:
 @pytest.fixture(scope="module")
 def certified(request, tmp_path_factory) -> dict[str, Future]:
     """Every selected row's certify run and its client's reference run, by row id (CONCURRENT_RUNS at a time)."""
-    cases = [item.callspec.params["case"] for item in request.session.items
-             if item.module is request.module and hasattr(item, "callspec")]  # fmt: skip
-    wanted = dict.fromkeys(c for case in cases if not missing_toolchain(case.client)
+    wanted = dict.fromkeys(c for case in module_cases(request) if not missing_toolchain(case.client)
                            for c in (ClientProof(case.client), case))  # fmt: skip
     # Variant rows first: each waits out the timeouts of the checks it breaks, the reference runs are quicker.
     order = sorted(wanted, key=lambda case: not case.variant)
-    with ThreadPoolExecutor(CONCURRENT_RUNS) as pool:
-        yield {case.id: pool.submit(certify, case.spelling, tmp_path_factory.mktemp("certify"), "-m", case.areas)
-               for case in order}  # fmt: skip
+
+    def run(case):
+        return certify(case.spelling, tmp_path_factory.mktemp("certify"), "-m", case.areas)
+
+    with certified_rows(order, run, CONCURRENT_RUNS) as futures:
+        yield futures
 
 
 @pytest.mark.filterwarnings("default::UserWarning")  # a client's flake is reported (recurring_changes)

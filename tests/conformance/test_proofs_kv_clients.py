@@ -12,6 +12,7 @@ Server (wire) rules are left to test_proofs_kv: they judge the server, whatever 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +21,16 @@ import pytest
 from jetcheck.conformance.catalog import load_catalog
 from jetcheck.records import CheckResult
 
-from .proofs import Breaks, ClientRow, broken_proxy, certify_run, declared_failures, recurring_changes
+from .proofs import (
+    Breaks,
+    ClientRow,
+    broken_proxy,
+    certified_rows,
+    certify_run,
+    declared_failures,
+    module_cases,
+    recurring_changes,
+)
 from .test_proofs_client import check_name, missing_toolchain
 
 CLIENTS = ("nats-py", "nats.js", "nats.go")
@@ -110,6 +120,8 @@ class KvProof(ClientRow):
         return BREAKS[self.breakers].spared if self.breakers else {}
 
 
+# Each run is a client's KV checks (a driver's or nats-py's process next to certify's): two at a time.
+CONCURRENT_RUNS = 2
 PROOFS = [KvProof(client, breakers) for client in CLIENTS for breakers in ("", *BREAKS)] + [
     KvProof(client, variant=variant) for client in CLIENTS for variant in VARIANT_BREAKS
 ]
@@ -119,19 +131,27 @@ def certify(server: str, client: str, out: Path, *pytest_args: str) -> tuple[int
     return certify_run(server, out, "-m", AREA, *pytest_args, client=client)
 
 
+def certify_row(server_url: str, case: KvProof, out: Path, *pytest_args: str) -> tuple[list[CheckResult], str]:
+    """The row's client (or variant) through the proxy with its breakers; a variant or reference run: no proxy."""
+    if not case.breakers:
+        _, results, stderr = certify(server_url, case.spelling, out, *pytest_args)
+    else:
+        with broken_proxy(server_url, tuple(case.breakers.split(","))) as url:
+            _, results, stderr = certify(url, case.client, out, *pytest_args)
+    return results, stderr
+
+
 @pytest.fixture(scope="module")
-def reference(embedded_server, tmp_path_factory):
-    """Each client's KV client checks without breakers, by check name (run once per client, on first use)."""
-    runs: dict[str, dict[str, str]] = {}
+def certified(request, embedded_server, tmp_path_factory) -> dict[str, Future]:
+    """Every selected row's run and its client's reference run, by row id, CONCURRENT_RUNS at a time."""
+    wanted = dict.fromkeys(c for case in module_cases(request) if not missing_toolchain(case.client)
+                           for c in (KvProof(case.client), case))  # fmt: skip
 
-    def of(client: str) -> dict[str, str]:
-        if client not in runs:
-            _, results, stderr = certify(embedded_server.url, client, tmp_path_factory.mktemp("reference"))
-            assert results, f"the {client} reference run ran no checks: {stderr}"
-            runs[client] = {check_name(r): r.status for r in results}
-        return runs[client]
+    def run(case: KvProof):
+        return certify_row(embedded_server.url, case, tmp_path_factory.mktemp("certify"))
 
-    return of
+    with certified_rows(wanted, run, CONCURRENT_RUNS) as futures:
+        yield futures
 
 
 def test_the_table_covers_every_kv_adapter_rule():
@@ -143,26 +163,20 @@ def test_the_table_covers_every_kv_adapter_rule():
 
 @pytest.mark.filterwarnings("default::UserWarning")  # a client's flake is reported (recurring_changes)
 @pytest.mark.parametrize("case", PROOFS, ids=lambda case: case.id)
-def test_kv_breakers_fail_exactly_their_client_rules(embedded_server, reference, tmp_path, case):
+def test_kv_breakers_fail_exactly_their_client_rules(embedded_server, certified, tmp_path, case):
     """Through the breakers, the client fails every check of the rules they break; its other KV client checks
     keep their reference status."""
     if reason := missing_toolchain(case.client):
         pytest.skip(reason)
-    baseline = reference(case.client)
+    reference, stderr = certified[KvProof(case.client).id].result()
+    assert reference, f"the {case.client} reference run ran no checks: {stderr}"
+    baseline = {check_name(r): r.status for r in reference}
     if not case.breakers and not case.variant:
         odd = {name: status for name, status in baseline.items() if status not in ("pass", "fail", "na")}
         assert not odd, f"the reference run has checks that neither passed, failed nor were na: {odd}"
         return
 
-    def broken_run(out: Path, *pytest_args: str) -> tuple[list[CheckResult], str]:
-        if case.variant:
-            _, results, stderr = certify(embedded_server.url, case.spelling, out, *pytest_args)
-        else:
-            with broken_proxy(embedded_server.url, tuple(case.breakers.split(","))) as url:
-                _, results, stderr = certify(url, case.client, out, *pytest_args)
-        return results, stderr
-
-    results, stderr = broken_run(tmp_path / "run")
+    results, stderr = certified[case.id].result()
     assert results, f"no checks ran: {stderr}"
     ours = [r for r in results if r.id in KV_ADAPTER_RULES]
     failed = {check_name(r) for r in results if r.status == "fail"}
@@ -173,7 +187,7 @@ def test_kv_breakers_fail_exactly_their_client_rules(embedded_server, reference,
                if r.id not in case.breaks | case.may and r.status != baseline.get(check_name(r))}  # fmt: skip
 
     def rerun(keyword: str) -> list[CheckResult]:
-        return broken_run(tmp_path / "again", "-k", keyword)[0]
+        return certify_row(embedded_server.url, case, tmp_path / "again", "-k", keyword)[0]
 
     changed = recurring_changes(changed, rerun, baseline, check_name)
     assert not changed, f"{case.id} changed checks of rules it should not break: {changed}"

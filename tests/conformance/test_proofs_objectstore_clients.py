@@ -10,6 +10,8 @@ row is skipped with the driver build's own reason.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +19,16 @@ import pytest
 
 from jetcheck.records import CheckResult
 
-from .proofs import ClientRow, broken_proxy, certify_run, check_differences, declared_failures, outcome
+from .proofs import (
+    ClientRow,
+    broken_proxy,
+    certified_rows,
+    certify_run,
+    check_differences,
+    declared_failures,
+    module_cases,
+    outcome,
+)
 from .test_proofs_client import NOT_APPLICABLE, missing_toolchain
 
 # The checks of the object store client rules (all of them go through the adapter's object store).
@@ -91,6 +102,8 @@ class ObjectStoreProof(ClientRow):
         return frozenset(broken - set(NOT_APPLICABLE.get(self.client, {})))
 
 
+# Each run is a client's object store checks (a driver's or nats-py's process next to certify's): two at a time.
+CONCURRENT_RUNS = 2
 PROOFS = [ObjectStoreProof(client, breakers) for client in CLIENTS for breakers in BREAKS] + [
     ObjectStoreProof(client, "", variant) for client in CLIENTS for variant in VARIANT_BREAKS
 ]
@@ -101,39 +114,43 @@ def certify(server: str, client: str, out: Path) -> tuple[int, list[CheckResult]
     return certify_run(server, out, "-m", "objectstore", "-k", selected, client=client)
 
 
+def certify_row(server_url: str, case: ObjectStoreProof, out: Path) -> tuple[int, list[CheckResult], str]:
+    """The row's client through the proxy with its breakers (none for a variant or a reference run)."""
+    with broken_proxy(server_url, tuple(case.breakers.split(",")) if case.breakers else ()) as url:
+        return certify(url, case.spelling, out)
+
+
 @pytest.fixture(scope="module")
-def reference_failures(embedded_server, tmp_path_factory):
-    """The object store checks each client fails with no breaker in the way (its own deviations from ADR-20,
-    whatever the server does), run once per client through the same proxy with no breaker, on first use."""
-    runs: dict[str, frozenset[str]] = {}
+def certified(request, embedded_server, tmp_path_factory) -> dict[str, Future]:
+    """Every selected row's run and its client's reference run, by row id, CONCURRENT_RUNS at a time."""
+    wanted = dict.fromkeys(c for case in module_cases(request) if not missing_toolchain(case.client)
+                           for c in (ObjectStoreProof(case.client), case))  # fmt: skip
 
-    def of(client: str) -> frozenset[str]:
-        if client not in runs:
-            with broken_proxy(embedded_server.url, ()) as url:
-                _, results, stderr = certify(url, client, tmp_path_factory.mktemp("reference"))
-            failed, odd = outcome(results)
-            assert {r.id for r in results} == set(PORTED), f"the {client} reference ran {len(results)}: {stderr}"
-            assert not odd, f"{client} reference checks that neither passed, failed nor were na: {odd}"
-            runs[client] = frozenset(failed)
-        return runs[client]
+    def run(case: ObjectStoreProof):
+        return certify_row(embedded_server.url, case, tmp_path_factory.mktemp("certify"))
 
-    return of
+    with certified_rows(wanted, run, CONCURRENT_RUNS) as futures:
+        yield futures
+
+
+def reference_failures(certified: Mapping[str, Future], client: str) -> frozenset[str]:
+    """The object store checks `client` fails with no breaker in the way (its own deviations from ADR-20, whatever
+    the server does), run through the same proxy with no breaker."""
+    _, results, stderr = certified[ObjectStoreProof(client).id].result()
+    failed, odd = outcome(results)
+    assert {r.id for r in results} == set(PORTED), f"the {client} reference ran {len(results)}: {stderr}"
+    assert not odd, f"{client} reference checks that neither passed, failed nor were na: {odd}"
+    return frozenset(failed)
 
 
 @pytest.mark.parametrize("case", PROOFS, ids=lambda p: p.id)
-def test_an_object_store_breaker_fails_exactly_its_rules_for_each_client(
-    embedded_server, reference_failures, tmp_path, case
-):
+def test_an_object_store_breaker_fails_exactly_its_rules_for_each_client(certified, case):
     """Through the breakers, the client fails exactly the checks of the broken rules and those it fails on its own
     (its reference run); the rest pass or are na."""
     if reason := missing_toolchain(case.client):
         pytest.skip(reason)
-    own = reference_failures(case.client)
-    if not case.breakers and not case.variant:
-        return  # the reference run is the baseline, checked as it is taken
-    breakers = tuple(case.breakers.split(",")) if case.breakers else ()
-    with broken_proxy(embedded_server.url, breakers) as url:
-        status, results, stderr = certify(url, case.spelling, tmp_path)
+    own = reference_failures(certified, case.client)
+    status, results, stderr = certified[case.id].result()
     _, odd = outcome(results)
     assert {r.id for r in results} == set(PORTED), f"ran {sorted(r.id for r in results)}: {stderr}"
     assert not odd, f"checks that neither passed, failed nor were na: {odd}"
