@@ -241,6 +241,13 @@ def module_cases(request) -> list:
     return [callspec.params["case"] for callspec in params if callspec and "case" in callspec.params]
 
 
+def with_references(request, missing: Callable[[str], str]) -> list:
+    """The selected client rows of the requesting module whose client can run here (`missing(client)` says why
+    not, "" when it can), each after its client's reference row (the row's class with the client alone), once."""
+    return list(dict.fromkeys(row for case in module_cases(request) if not missing(case.client)
+                              for row in (type(case)(case.client), case)))  # fmt: skip
+
+
 @contextmanager
 def certified_rows(cases: Iterable, run: Callable, workers: int) -> Iterator[dict[str, Future]]:
     """`run(case)` for every one of `cases`, `workers` at a time: the futures, by case id. Proof runs spend most

@@ -31,7 +31,15 @@ from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.records import CheckResult
 from jetcheck.testing import CLIENT_VARIANTS
 
-from .proofs import Breaks, ClientRow, certified_rows, certify_run, declared_failures, module_cases, recurring_changes
+from .proofs import (
+    Breaks,
+    ClientRow,
+    certified_rows,
+    certify_run,
+    declared_failures,
+    recurring_changes,
+    with_references,
+)
 
 SERVER_VERSION = os.environ.get("JETCHECK_SERVER_VERSION", DEFAULT_VERSION)
 CERTIFY_TIMEOUT_S = 300
@@ -182,10 +190,8 @@ def check_name(result: CheckResult) -> str:
 @pytest.fixture(scope="module")
 def certified(request, tmp_path_factory) -> dict[str, Future]:
     """Every selected row's certify run and its client's reference run, by row id (CONCURRENT_RUNS at a time)."""
-    wanted = dict.fromkeys(c for case in module_cases(request) if not missing_toolchain(case.client)
-                           for c in (ClientProof(case.client), case))  # fmt: skip
     # Variant rows first: each waits out the timeouts of the checks it breaks, the reference runs are quicker.
-    order = sorted(wanted, key=lambda case: not case.variant)
+    order = sorted(with_references(request, missing_toolchain), key=lambda case: not case.variant)
 
     def run(case):
         return certify(case.spelling, tmp_path_factory.mktemp("certify"), "-m", case.areas)

@@ -28,8 +28,8 @@ from .proofs import (
     certified_rows,
     certify_run,
     declared_failures,
-    module_cases,
     recurring_changes,
+    with_references,
 )
 from .test_proofs_client import check_name, missing_toolchain
 
@@ -144,13 +144,11 @@ def certify_row(server_url: str, case: KvProof, out: Path, *pytest_args: str) ->
 @pytest.fixture(scope="module")
 def certified(request, embedded_server, tmp_path_factory) -> dict[str, Future]:
     """Every selected row's run and its client's reference run, by row id, CONCURRENT_RUNS at a time."""
-    wanted = dict.fromkeys(c for case in module_cases(request) if not missing_toolchain(case.client)
-                           for c in (KvProof(case.client), case))  # fmt: skip
 
     def run(case: KvProof):
         return certify_row(embedded_server.url, case, tmp_path_factory.mktemp("certify"))
 
-    with certified_rows(wanted, run, CONCURRENT_RUNS) as futures:
+    with certified_rows(with_references(request, missing_toolchain), run, CONCURRENT_RUNS) as futures:
         yield futures
 
 

@@ -26,8 +26,8 @@ from .proofs import (
     certify_run,
     check_differences,
     declared_failures,
-    module_cases,
     outcome,
+    with_references,
 )
 from .test_proofs_client import NOT_APPLICABLE, missing_toolchain
 
@@ -123,13 +123,11 @@ def certify_row(server_url: str, case: ObjectStoreProof, out: Path) -> tuple[int
 @pytest.fixture(scope="module")
 def certified(request, embedded_server, tmp_path_factory) -> dict[str, Future]:
     """Every selected row's run and its client's reference run, by row id, CONCURRENT_RUNS at a time."""
-    wanted = dict.fromkeys(c for case in module_cases(request) if not missing_toolchain(case.client)
-                           for c in (ObjectStoreProof(case.client), case))  # fmt: skip
 
     def run(case: ObjectStoreProof):
         return certify_row(embedded_server.url, case, tmp_path_factory.mktemp("certify"))
 
-    with certified_rows(wanted, run, CONCURRENT_RUNS) as futures:
+    with certified_rows(with_references(request, missing_toolchain), run, CONCURRENT_RUNS) as futures:
         yield futures
 
 
