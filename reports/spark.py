@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 import tempfile
@@ -10,6 +11,8 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
+
+import py4j
 
 from jetcheck.fixtures import children
 
@@ -80,7 +83,7 @@ def build_session(
             _start_jvm(conf, log or spark_log_path())
         session = SparkSession.builder.config(conf=conf).getOrCreate()
     except KeyboardInterrupt:
-        stop_starting_jvms()
+        stop_starting_jvms(log)
         raise
     session.sparkContext.setLogLevel("ERROR")
     return session
@@ -112,11 +115,42 @@ def _start_jvm(conf, log_path: Path) -> None:
         SparkContext(conf=conf, gateway=gateway)
 
 
-def stop_starting_jvms() -> None:
+class _Py4jCallsCutOff(logging.Handler):
+    """py4j reports a call whose JVM went away on its own loggers and on the root logger (`logging.exception`),
+    which prints it with its traceback on the user's terminal after "jetcheck: interrupted"; a JVM stopped on
+    purpose cuts such calls off, so their records go to the Spark log instead."""
+
+    def __init__(self, log_path: Path):
+        super().__init__()
+        self.log_path = log_path
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(OSError), open(self.log_path, "a", encoding="utf-8") as log:
+            log.write(self.format(record) + "\n")
+
+    def keep_off_root(self, record: logging.LogRecord) -> bool:
+        """The root logger's filter: py4j's records are written here, not printed."""
+        if record.pathname.startswith(_PY4J_DIR):
+            self.handle(record)
+            return False
+        return True
+
+
+_PY4J_DIR = str(Path(py4j.__file__).parent)
+
+
+def stop_starting_jvms(log: Path | None = None) -> None:
     """Stop the JVM pyspark was starting when the interrupt came (pyspark drops it, and it would run on for good),
-    or the one a warm-up still works in (reports.warm).
+    or the one a warm-up still works in (reports.warm); what py4j says of the calls that cut off goes to the Spark
+    log, `log` or spark_log_path() (the root logger keeps that filter: the process is on its way out).
 
     It is this process's child running SparkSubmit; SIGTERM lets it delete its temp directories on the way out."""
+    own = logging.getLogger("py4j")
+    if not any(isinstance(h, _Py4jCallsCutOff) for h in own.handlers):
+        to_log = _Py4jCallsCutOff(log or spark_log_path())
+        logging.getLogger().addFilter(to_log.keep_off_root)
+        own.addHandler(to_log)
+        own.propagate = False
     starting = []
     for proc in Path("/proc").glob("[0-9]*"):
         try:

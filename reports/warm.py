@@ -83,7 +83,7 @@ class WarmSession:
                 session.stop()
         if self._thread.is_alive():
             # the JVM may still be starting, or busy with the warm-up: it is this process's child
-            spark.stop_starting_jvms()
+            spark.stop_starting_jvms(self._log)
             self._thread.join(spark.JVM_STOP_S)
         shutil.rmtree(self._folder, ignore_errors=True)
 

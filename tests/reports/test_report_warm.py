@@ -83,3 +83,29 @@ def test_the_warm_up_runs_at_the_lowest_priority_and_leaves_nothing_running_or_o
     assert len(facts["warm_up_folders"]) == 1, "the warm-up writes its synthetic log into a temp folder"
     assert not any(psutil.pid_exists(pid) for pid in facts["jvms"])
     assert sorted(path.name for path in temp.iterdir()) == []
+
+
+CUT_OFF_CALLS = """
+import logging, sys
+from pathlib import Path
+import py4j.java_gateway
+from jetcheck.reports import spark
+
+spark.stop_starting_jvms(Path(sys.argv[1]))  # no JVM here: it only sets where py4j's records go
+root = logging.getLogger()
+# py4j's GatewayClient.send_command on a JVM gone: logging.exception on the root logger, from its own file
+root.handle(root.makeRecord("root", logging.ERROR, py4j.java_gateway.__file__, 1, "Exception while sending command.",
+                            (), None))
+logging.getLogger("py4j.clientserver").error("Error while receiving.")
+root.error("not py4j's")
+"""
+
+
+def test_what_py4j_says_of_calls_a_stopped_jvm_cut_off_goes_to_the_spark_log(tmp_path):
+    """Once a JVM is stopped on purpose (an interrupted run, a warm-up closed early), py4j's records of the calls it
+    cut off go to the Spark log, not after "jetcheck: interrupted" on the terminal; other records still print."""
+    log = tmp_path / "spark.log"
+    proc = subprocess.run([sys.executable, "-c", CUT_OFF_CALLS, str(log)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip() == "not py4j's"
+    assert log.read_text().splitlines() == ["Exception while sending command.", "Error while receiving."]
