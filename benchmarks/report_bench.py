@@ -129,7 +129,11 @@ def measure(folder: Path, out: Path, code: Path | None = None) -> dict:
         nonlocal peak
         while not stop.wait(0.1):
             rss = 0
-            for member in [process, *process.children(recursive=True)]:
+            try:
+                members = [process, *process.children(recursive=True)]
+            except psutil.Error:  # a member of the tree ended while it was walked: sample again
+                continue
+            for member in members:
                 try:
                     with member.oneshot():
                         rss += _proportional_set_size(member)

@@ -302,18 +302,21 @@ def aggregate_load(spark, result_set: ResultSet) -> LoadTables:
         keys = [*GROUP, "metric"]
         distribution_q = [(f"q{ppm}", ppm) for ppm in buckets.DISTRIBUTION_QUANTILES]
         standard = [label for label, _ in buckets.STANDARD_QUANTILES]
-        # every slot's percentiles in one query; the whole run's (slot WHOLE_RUN) also at the distribution's quantiles
-        summary = buckets.percentiles(
-            bucket_table(ops, origin_ns, slot_ns, window, groups),
-            [*keys, "slot"],
-            [*buckets.STANDARD_QUANTILES, *distribution_q],
-        ).persist()
+        # the bucket table is computed once; the whole run's percentiles are also taken at the distribution's
+        # quantiles, every slot's only at the standard ones (what the latency-over-time chart draws)
+        table = bucket_table(ops, origin_ns, slot_ns, window, groups).persist()
         try:
-            whole = _to_pandas(summary.where(summary["slot"] == WHOLE_RUN).drop("slot"))
-            per_slot = summary.where(summary["slot"] != WHOLE_RUN)
+            whole = _to_pandas(
+                buckets.percentiles(
+                    table.where(table["slot"] == WHOLE_RUN).drop("slot"),
+                    keys,
+                    [*buckets.STANDARD_QUANTILES, *distribution_q],
+                )
+            )
+            per_slot = buckets.percentiles(table.where(table["slot"] != WHOLE_RUN), [*keys, "slot"])
             over_time = _to_pandas(per_slot.select(*keys, "slot", "count", "min", *standard, "max", "invalid"))
         finally:
-            summary.unpersist()
+            table.unpersist()
         counts = _tally(ops, origin_ns, window)
         samples = _samples(spark, result_set, origin_ns)
     latency = whole[[*keys, "count", "min", *standard, "max", "invalid"]].sort_values(keys).reset_index(drop=True)
