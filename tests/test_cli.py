@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -135,3 +136,32 @@ def test_certify_on_a_local_cluster_runs_the_replicated_stream_checks(tmp_path):
     assert ("publish.expected-checks-before-dedup", "pass", "dedup-first") in results  # the R3 stream
     assert all(status == "pass" for _id, status, _order in results), results
     assert json.loads((tmp_path / "run.json").read_text())["server"]["cluster"] == "jetcheck"
+
+
+@pytest.fixture
+def installed_plugin(tmp_path):
+    """A pytest plugin installed as pytest finds plugins (a pytest11 entry point): it leaves a file when loaded."""
+    site = tmp_path / "site"
+    dist_info = site / "marking_plugin-1.0.dist-info"
+    dist_info.mkdir(parents=True)
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: marking-plugin\nVersion: 1.0\n")
+    (dist_info / "entry_points.txt").write_text("[pytest11]\nmarking = marking_plugin\n")
+    marker = tmp_path / "loaded"
+    (site / "marking_plugin.py").write_text(
+        "import os\n\n\ndef pytest_configure(config):\n    open(os.environ['MARKING_PLUGIN_FILE'], 'a').close()\n"
+    )
+    return {"PYTHONPATH": str(site), "MARKING_PLUGIN_FILE": str(marker)}, marker
+
+
+@pytest.mark.parametrize("named", [False, True], ids=["installed", "named-after-dashes"])
+def test_certify_loads_an_installed_pytest_plugin_only_when_named(tmp_path, installed_plugin, named):
+    """A pytest plugin installed beside jetcheck stays out of certify's checks unless `-p NAME` after -- names it."""
+    env, marker = installed_plugin
+    selection = ["-k", "no_check_is_named_this"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "jetcheck.cli", "certify", "--out", str(tmp_path / "out"), "--",
+         *(["-p", "marking_plugin"] if named else []), *selection],
+        capture_output=True, text=True, timeout=120, env={**os.environ, **env},
+    )  # fmt: skip
+    assert "no checks ran" in proc.stderr and "deselected" in proc.stdout, proc.stdout + proc.stderr
+    assert marker.exists() is named

@@ -11,7 +11,7 @@ import time
 import nats.errors
 import pytest
 
-from jetcheck.conformance.certify import CERTIFY_INI, CHECKS_PACKAGE
+from jetcheck.conformance.certify import checks_command
 from jetcheck.fixtures.binaries import wheel_binary
 from jetcheck.fixtures.process import NatsServerProcess
 from jetcheck.fixtures.target import Target
@@ -27,10 +27,12 @@ STOP_BOUND_S = 10.0
 def _collected(url: str) -> list[str]:
     """The node ids certify collects for SELECTION (collection reaches no server)."""
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-c", str(CERTIFY_INI), "--rootdir", str(CERTIFY_INI.parent),
-         "--pyargs", CHECKS_PACKAGE, "-m", SELECTION, "--collect-only", "-q"],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "JETCHECK_SERVER": url},
-    )  # fmt: skip
+        checks_command("-m", SELECTION, "--collect-only", "-q"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "JETCHECK_SERVER": url},
+    )
     return [line for line in proc.stdout.splitlines() if "::" in line]
 
 

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jetcheck.conformance.certify import CERTIFY_INI, CHECKS_PACKAGE
+from jetcheck.conformance.certify import checks_command
 from jetcheck.fixtures import children
 from jetcheck.records import RESULTS_FILE, CheckResult, read_results
 from jetcheck.testing.plugin import NO_SHRINK
@@ -51,9 +51,8 @@ def certify_checks() -> dict[str, str]:
     rule id: certify's own pytest command with --collect-only, in a scratch directory (collection writes run.json)."""
     with tempfile.TemporaryDirectory(prefix="jetcheck-collect-") as scratch:
         env = {k: v for k, v in os.environ.items() if not k.startswith("JETCHECK_")} | {"JETCHECK_OUT": scratch}
-        command = ["-c", str(CERTIFY_INI), "--rootdir", str(CERTIFY_INI.parent), "--pyargs", CHECKS_PACKAGE]
         proc = subprocess.run(
-            [sys.executable, "-m", "pytest", *command, "--collect-only", "-q"],
+            checks_command("--collect-only", "-q"),
             capture_output=True,
             text=True,
             env=env,
