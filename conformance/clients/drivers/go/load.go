@@ -443,7 +443,7 @@ func (d *driver) loadConsume(args loadRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
 	consumer, err := s.js.Consumer(ctx, args.Stream, args.Durable)
 	if err != nil {
