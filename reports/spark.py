@@ -19,6 +19,8 @@ from jetcheck.fixtures import children
 LOCAL_MASTER = "local[*]"
 DRIVER_MEMORY = os.environ.get("JETCHECK_SPARK_DRIVER_MEMORY", "2g")
 JVM_STOP_S = 2.0
+# pyspark.java_gateway.launch_gateway gives the process it starts the file to write the JVM's address in
+LAUNCH_MARK = b"\0_PYSPARK_DRIVER_CONN_INFO_PATH="
 # Op logs up to this size make a report whose JVM spends more CPU compiling than running (a default `jetcheck run`
 # logs about 1.5 MB): its driver JVM stops at the quick C1 compiler and uses the serial collector, which took the
 # JVM's CPU for its start and first job from 31 s to 15 s (measured with both on a 2-core machine).
@@ -149,7 +151,9 @@ def stop_starting_jvms(log: Path | None = None) -> None:
     or the one a warm-up still works in (reports.warm); what py4j says of the calls that cut off goes to the Spark
     log, `log` or spark_log_path() (the root logger keeps that filter: the process is on its way out).
 
-    It is this process's child running SparkSubmit; SIGTERM lets it delete its temp directories on the way out."""
+    It is this process's child whose environment has LAUNCH_MARK, which pyspark's launch gives it from the start
+    (SparkSubmit is in its command line only once the spark-submit script has run spark-class); SIGTERM lets the JVM
+    delete its temp directories on the way out. A zombie has no environment left: one stopped already is passed by."""
     own = logging.getLogger("py4j")
     if not any(isinstance(h, _Py4jCallsCutOff) for h in own.handlers):
         to_log = _Py4jCallsCutOff(log or spark_log_path())
@@ -160,7 +164,7 @@ def stop_starting_jvms(log: Path | None = None) -> None:
     for proc in Path("/proc").glob("[0-9]*"):
         try:
             parent = (proc / "stat").read_text().rsplit(")", 1)[1].split()[1]
-            if int(parent) == os.getpid() and b"org.apache.spark.deploy.SparkSubmit" in (proc / "cmdline").read_bytes():
+            if int(parent) == os.getpid() and LAUNCH_MARK in b"\0" + (proc / "environ").read_bytes():
                 starting.append(int(proc.name))
         except (OSError, IndexError, ValueError):  # gone meanwhile, or not a process
             continue

@@ -17,6 +17,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from jetcheck.reports import spark
@@ -25,6 +26,9 @@ NICE = 19
 # Enough rows for every query of a load report to compile with the same plan a real log gets.
 RECORDS = 3000
 DURATION_S = 3.0
+# close() gives the warm-up this long to end once its JVM is stopped (pyspark's launch looks every 0.1 s)
+CLOSE_S = 3.0
+CLOSE_POLL_S = 0.05
 
 
 def warms(master: str | None) -> bool:
@@ -75,16 +79,19 @@ class WarmSession:
         return self._session
 
     def close(self) -> None:
-        """Stop the session (and a JVM still starting) and delete the warm-up's folder; safe to call twice."""
+        """Stop the session (and a JVM still starting), let the warm-up end and delete its folder; safe to call
+        twice. The folder goes last: a warm-up still working would write into it again, and pyspark deletes its own
+        temp directory only once the launch it waits in has seen its JVM exit."""
         self._closing.set()
         session, self._session = self._session, None
         if session is not None:
             with contextlib.suppress(Exception):
                 session.stop()
-        if self._thread.is_alive():
-            # the JVM may still be starting, or busy with the warm-up: it is this process's child
+        deadline = time.monotonic() + CLOSE_S
+        while self._thread.is_alive() and time.monotonic() < deadline:
+            # each round: the JVM that is starting, or busy with the warm-up, or was not yet launched last round
             spark.stop_starting_jvms(self._log)
-            self._thread.join(spark.JVM_STOP_S)
+            self._thread.join(CLOSE_POLL_S)
         shutil.rmtree(self._folder, ignore_errors=True)
 
 

@@ -109,3 +109,41 @@ def test_what_py4j_says_of_calls_a_stopped_jvm_cut_off_goes_to_the_spark_log(tmp
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.strip() == "not py4j's"
     assert log.read_text().splitlines() == ["Exception while sending command.", "Error while receiving."]
+
+
+# Closed while pyspark starts the JVM, a delay after its launch made its temp directory (the JVM writes its address
+# there; pyspark deletes it once the launch has seen its JVM exit).
+CLOSE_WHILE_STARTING = """
+import json, os, sys, time
+from pathlib import Path
+import psutil
+from jetcheck.reports.warm import WarmSession
+
+temp, log, delay = Path(os.environ["TMPDIR"]), Path(sys.argv[1]), float(sys.argv[2])
+warm = WarmSession(None, log)
+while not any(p.name.startswith("tmp") for p in temp.iterdir()):
+    assert warm._thread.is_alive(), warm.error
+    time.sleep(0.001)
+time.sleep(delay)
+warm.close()
+running = [p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
+print(json.dumps({"warm_up_running": warm._thread.is_alive(), "processes": running,
+                  "left": sorted(p.name for p in temp.iterdir())}))
+"""
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.05, 0.5])
+def test_a_warm_up_closed_while_its_jvm_starts_ends_with_close_and_leaves_nothing(tmp_path, delay):
+    """close() while pyspark is still starting the warm-up's JVM stops it and returns once the warm-up has ended:
+    no process of it runs on, and neither pyspark's temp directory nor the warm-up's folder is left."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    closed = subprocess.run(
+        [sys.executable, "-c", CLOSE_WHILE_STARTING, str(tmp_path / "spark.log"), str(delay)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TMPDIR": str(temp)},
+        timeout=120,
+    )
+    assert closed.returncode == 0, closed.stderr
+    assert json.loads(closed.stdout.strip().splitlines()[-1]) == {"warm_up_running": False, "processes": [], "left": []}
