@@ -34,6 +34,7 @@ from hypothesis import HealthCheck, settings
 
 import jetcheck
 from jetcheck.errors import ConfigError
+from jetcheck.fixtures import whole_loops
 from jetcheck.fixtures.children import interrupt_on_sigterm
 from jetcheck.fixtures.cleanup import RunLedger, claim_prefix, create_anchor, delete_created_streams, run_marker
 from jetcheck.fixtures.errors import TargetError
@@ -310,6 +311,8 @@ def pytest_runtestloop(session: pytest.Session) -> None:
     if any(RULE in item.stash for item in session.items):
         previous = interrupt_on_sigterm()
         session.config.add_cleanup(lambda: signal.signal(signal.SIGTERM, previous))
+        # every check makes and closes a loop: an interrupt must not leave one half made (fixtures.whole_loops)
+        session.config.add_cleanup(whole_loops.install())
 
 
 def _na_reason(rule: Rule, item: pytest.Item, run: RunRecord) -> str:

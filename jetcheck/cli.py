@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import NoReturn
 
 from jetcheck import __version__
+from jetcheck.fixtures import whole_loops
 from jetcheck.fixtures.children import PARENT_SAYS_INTERRUPTED, interrupt_on_sigterm
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.options import resolve_arguments
@@ -126,9 +127,11 @@ def main(argv: list[str] | None = None) -> int:
 
     # SIGTERM takes Ctrl-C's path: children stopped, what the run created removed, exit 130
     previous_sigterm = interrupt_on_sigterm()
+    put_loops_back = whole_loops.install()  # an interrupt never leaves an event loop half made
     try:
         return _guarded(parse_and_run)
     finally:
+        put_loops_back()
         signal.signal(signal.SIGTERM, previous_sigterm)
 
 
