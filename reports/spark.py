@@ -160,16 +160,45 @@ def stop_starting_jvms(log: Path | None = None) -> None:
         logging.getLogger().addFilter(to_log.keep_off_root)
         own.addHandler(to_log)
         own.propagate = False
-    starting = []
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            parent = (proc / "stat").read_text().rsplit(")", 1)[1].split()[1]
-            if int(parent) == os.getpid() and LAUNCH_MARK in b"\0" + (proc / "environ").read_bytes():
-                starting.append(int(proc.name))
-        except (OSError, IndexError, ValueError):  # gone meanwhile, or not a process
-            continue
-    for pid in starting:
+    stopped = launched_jvms()
+    for pid in stopped:
         children.stop_pid(pid, JVM_STOP_S)
+    if stopped:
+        _forget_the_jvm()
+
+
+def _forget_the_jvm() -> None:
+    """pyspark keeps the gateway to its JVM for the process's life: once that JVM is stopped, a later session (the
+    report's own, after a warm-up closed) must launch another, not call the one gone."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    _Jvm.started = False
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    SparkContext._active_spark_context = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
+
+
+def launched_jvms() -> list[int]:
+    """This process's children that pyspark launched, starting or running: the ones with LAUNCH_MARK."""
+    launched = []
+    for pid, parent in parents().items():
+        if parent == os.getpid():
+            with contextlib.suppress(OSError):  # gone meanwhile
+                if LAUNCH_MARK in b"\0" + Path(f"/proc/{pid}/environ").read_bytes():
+                    launched.append(pid)
+    return launched
+
+
+def parents() -> dict[int, int]:
+    """Every process's parent, from /proc."""
+    found = {}
+    for proc in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError, IndexError, ValueError):  # gone meanwhile
+            found[int(proc.name)] = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    return found
 
 
 def spark_log_path() -> Path:

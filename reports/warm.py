@@ -12,6 +12,7 @@ only time certify leaves idle, and it reports on a small synthetic load log in a
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import sys
@@ -33,10 +34,36 @@ CLOSE_POLL_S = 0.05
 
 def warms(master: str | None) -> bool:
     """Whether a run with this --master gets a warm session: a local one, when this process has no session yet (a
-    cluster's executors could not read the warm-up's temp folder; a session already active is used as it is)."""
+    cluster's executors could not read the warm-up's temp folder; a session already active is used as it is) and
+    may give the warm-up its priority back when the report takes it (WarmSession.take; not so for a user other
+    than root, as a rule: the report then starts its own session, as `jetcheck report` does)."""
     from pyspark.sql import SparkSession
 
-    return (master is None or master.startswith("local")) and SparkSession.getActiveSession() is None
+    local = master is None or master.startswith("local")
+    return local and SparkSession.getActiveSession() is None and _priority_comes_back()
+
+
+@functools.cache
+def _priority_comes_back() -> bool:
+    """Whether a thread of this process, its priority lowered to NICE, may raise it to this thread's again."""
+    if sys.platform != "linux":
+        return True  # nothing is lowered there
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    outcome: list[bool] = []
+
+    def lower_and_raise() -> None:
+        thread = threading.get_native_id()
+        try:
+            os.setpriority(os.PRIO_PROCESS, thread, NICE)
+            os.setpriority(os.PRIO_PROCESS, thread, own)
+            outcome.append(True)
+        except PermissionError:
+            outcome.append(False)
+
+    probe = threading.Thread(target=lower_and_raise, name="jetcheck-priority-probe")
+    probe.start()
+    probe.join()
+    return outcome == [True]
 
 
 class WarmSession:
@@ -48,6 +75,10 @@ class WarmSession:
         self._session = None
         self.error: BaseException | None = None  # what stopped the warm-up, if anything did
         self._closing = threading.Event()
+        self._priority = os.getpriority(os.PRIO_PROCESS, 0)  # this thread's on Linux: what take() gives back
+        self._priority_lock = threading.Lock()
+        self._needed = False  # take() was called: the warm-up is the report's own work now
+        self._warm_thread_id: int | None = None
         self._thread = threading.Thread(target=self._warm, name="jetcheck-report-warm-up", daemon=True)
         self._thread.start()
 
@@ -55,7 +86,10 @@ class WarmSession:
         from jetcheck.reports.build import build_report
         from jetcheck.reports.synthetic_load import LoadSpec, write_load_run
 
-        _lower_this_threads_priority()
+        with self._priority_lock:
+            self._warm_thread_id = threading.get_native_id()
+            if not self._needed:
+                _lower_this_threads_priority()
         try:
             if self._closing.is_set():
                 return
@@ -71,12 +105,39 @@ class WarmSession:
                     log.write(f"jetcheck: the report's warm-up failed, the report starts Spark itself: {exc!r}\n")
 
     def take(self):
-        """The warmed-up session once the warm-up ends, or None when it failed (the report then starts its own)."""
+        """The warmed-up session once the warm-up ends, or None when it failed (the report then starts its own).
+
+        What is left of the warm-up, and the JVM the report will work in, are the report's own now, so they go back to
+        this process's priority: at the lowest one, other work on the machine could hold them, and the report with
+        them, for as long as that work lasts (3 busy loops on 2 cores: take() still waited after 180 s). Should the
+        system refuse (warms() asks beforehand), the warm-up and its JVM are stopped and the report starts its own."""
+        if not self._back_to_own_priority():
+            self.close()
+            spark.stop_starting_jvms(self._log)
+            return None
         self._thread.join()
         if self.error is not None:
             self.close()
             return None
         return self._session
+
+    def _back_to_own_priority(self) -> bool:
+        """The warm-up's thread, its JVM and what the JVM started back at this process's priority; False when the
+        system refuses."""
+        with self._priority_lock:
+            self._needed = True  # a warm-up thread that has not lowered its priority yet will not
+            warm_thread = self._warm_thread_id
+        if sys.platform != "linux":
+            return True  # nothing was lowered
+        try:
+            for _ in range(2):  # the second pass: a thread the JVM started while the first walked it
+                tasks = ([warm_thread] if warm_thread is not None else []) + _tasks_below(spark.launched_jvms())
+                for task in tasks:
+                    with contextlib.suppress(ProcessLookupError):  # a thread that has ended meanwhile
+                        os.setpriority(os.PRIO_PROCESS, task, self._priority)
+        except PermissionError:
+            return False
+        return True
 
     def close(self) -> None:
         """Stop the session (and a JVM still starting), let the warm-up end and delete its folder; safe to call
@@ -101,3 +162,17 @@ def _lower_this_threads_priority() -> None:
     if sys.platform == "linux":
         with contextlib.suppress(OSError):
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
+
+
+def _tasks_below(pids: list[int]) -> list[int]:
+    """Every thread of these processes and of the processes below them (Linux keeps a priority per thread)."""
+    parents = spark.parents()
+    tree, index = list(pids), 0
+    while index < len(tree):
+        tree += [pid for pid, parent in parents.items() if parent == tree[index]]
+        index += 1
+    tasks = []
+    for pid in tree:
+        with contextlib.suppress(OSError):  # gone meanwhile
+            tasks += [int(task.name) for task in Path(f"/proc/{pid}/task").iterdir()]
+    return tasks

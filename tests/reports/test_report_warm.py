@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,23 +15,49 @@ import pytest
 
 from jetcheck.reports.build import build_report
 
-# Run in a process of its own: this one has the tests' shared session, and a warm session is only made where none is.
-WARM_REPORT = """
-import json, os, sys
+# What the scripts below share: each runs in a process of its own (this one has the tests' shared session, and a warm
+# session is only made where none is), its TMPDIR a folder of the test's.
+PRELUDE = """
+import errno, json, os, sys, time
 from pathlib import Path
 import psutil
-from jetcheck.reports.build import build_report
 from jetcheck.reports.warm import WarmSession, warms
 
-run, out, log = sys.argv[1:4]
+def the_jvm():
+    while not (jvms := [p for p in psutil.Process().children() if p.name() == "java" and p.status() != "zombie"]):
+        time.sleep(0.02)
+    return jvms[0]
+
+def priorities(process):
+    found = set()
+    for thread in process.threads():
+        try:
+            found.add(os.getpriority(os.PRIO_PROCESS, thread.id))
+        except ProcessLookupError:  # ended meanwhile
+            pass
+    return sorted(found)
+
+def what_is_left(warm):
+    running = [p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
+    return {"warm_up_running": warm._thread.is_alive(), "processes": running,
+            "left": sorted(p.name for p in Path(os.environ["TMPDIR"]).iterdir())}
+"""
+WARM_REPORT = (
+    PRELUDE
+    + """
+from jetcheck.reports.build import build_report
+
+log, run, out = sys.argv[1:4]
 assert warms(None)
 warm = WarmSession(None, Path(log))
+jvm = the_jvm()
+warming = priorities(jvm)
 session = warm.take()
-jvms = [p for p in psutil.Process().children() if p.name() == "java"]
 facts = {
     "error": repr(warm.error),
-    "jvms": [p.pid for p in jvms],
-    "jvm_nice": [p.nice() for p in jvms],
+    "jvms": [jvm.pid],
+    "jvm_nice_warming": warming,
+    "jvm_nice_taken": priorities(jvm),
     "own_nice": os.getpriority(os.PRIO_PROCESS, 0),
     "warm_up_folders": [p.name for p in Path(os.environ["TMPDIR"]).iterdir() if p.name.startswith("jetcheck-warm-up")],
 }
@@ -38,26 +65,33 @@ build_report([run], out=Path(out), spark=session)
 warm.close()
 print(json.dumps(facts))
 """
+)
 GENERATED = re.compile(r"Generated \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC")
+
+
+def facts_printed(script: str, folder: Path, *args: str, timeout_s: float = 120) -> dict:
+    """What `script` printed last, its arguments the Spark log's path in `folder` and `args`, its TMPDIR an empty
+    folder there."""
+    temp = folder / "tmp"
+    temp.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(folder / "spark.log"), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TMPDIR": str(temp)},
+        timeout=timeout_s,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="module")
 def warm_run(run_folder: Path, tmp_path_factory) -> tuple[dict, Path, Path]:
     """The facts WARM_REPORT printed, its report folder and its (emptied) temp folder."""
     base = tmp_path_factory.mktemp("warm")
-    out, temp = base / "report", base / "tmp"
-    temp.mkdir()
-    done = subprocess.run(
-        [sys.executable, "-c", WARM_REPORT, str(run_folder), str(out), str(base / "spark.log")],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "TMPDIR": str(temp)},
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stderr
-    facts = json.loads(done.stdout.strip().splitlines()[-1])
+    facts = facts_printed(WARM_REPORT, base, str(run_folder), str(base / "report"), timeout_s=240)
     psutil.wait_procs([psutil.Process(pid) for pid in facts["jvms"] if psutil.pid_exists(pid)], timeout=10)
-    return facts, out, temp
+    return facts, base / "report", base / "tmp"
 
 
 def test_a_report_on_the_warmed_up_session_says_what_a_cold_one_says(spark, run_folder, warm_run, tmp_path):
@@ -73,13 +107,14 @@ def test_a_report_on_the_warmed_up_session_says_what_a_cold_one_says(spark, run_
         assert (warm_out / table).read_text() == (tmp_path / "cold" / table).read_text(), table
 
 
-def test_the_warm_up_runs_at_the_lowest_priority_and_leaves_nothing_running_or_on_disk(warm_run):
+def test_the_warm_up_runs_at_the_lowest_priority_until_taken_and_leaves_nothing_running_or_on_disk(warm_run):
     """Its JVM runs at nice 19 (it takes only CPU the run's steps leave idle) while the process that started it
-    keeps its own priority; once closed, the JVM is gone and the warm-up's temp folder deleted."""
+    keeps its own priority; once the report takes it, every thread of the JVM is back at that priority; once
+    closed, the JVM is gone and the warm-up's temp folder deleted."""
     facts, _out, temp = warm_run
-    assert len(facts["jvms"]) == 1, facts
-    assert facts["jvm_nice"] == [19]
     assert facts["own_nice"] == os.getpriority(os.PRIO_PROCESS, 0)
+    assert facts["jvm_nice_warming"] == [19]
+    assert facts["jvm_nice_taken"] == [facts["own_nice"]]
     assert len(facts["warm_up_folders"]) == 1, "the warm-up writes its synthetic log into a temp folder"
     assert not any(psutil.pid_exists(pid) for pid in facts["jvms"])
     assert sorted(path.name for path in temp.iterdir()) == []
@@ -113,12 +148,9 @@ def test_what_py4j_says_of_calls_a_stopped_jvm_cut_off_goes_to_the_spark_log(tmp
 
 # Closed while pyspark starts the JVM, a delay after its launch made its temp directory (the JVM writes its address
 # there; pyspark deletes it once the launch has seen its JVM exit).
-CLOSE_WHILE_STARTING = """
-import json, os, sys, time
-from pathlib import Path
-import psutil
-from jetcheck.reports.warm import WarmSession
-
+CLOSE_WHILE_STARTING = (
+    PRELUDE
+    + """
 temp, log, delay = Path(os.environ["TMPDIR"]), Path(sys.argv[1]), float(sys.argv[2])
 warm = WarmSession(None, log)
 while not any(p.name.startswith("tmp") for p in temp.iterdir()):
@@ -126,24 +158,67 @@ while not any(p.name.startswith("tmp") for p in temp.iterdir()):
     time.sleep(0.001)
 time.sleep(delay)
 warm.close()
-running = [p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
-print(json.dumps({"warm_up_running": warm._thread.is_alive(), "processes": running,
-                  "left": sorted(p.name for p in temp.iterdir())}))
+print(json.dumps(what_is_left(warm)))
 """
+)
+NOTHING_LEFT = {"warm_up_running": False, "processes": [], "left": []}
 
 
 @pytest.mark.parametrize("delay", [0.0, 0.05, 0.5])
 def test_a_warm_up_closed_while_its_jvm_starts_ends_with_close_and_leaves_nothing(tmp_path, delay):
     """close() while pyspark is still starting the warm-up's JVM stops it and returns once the warm-up has ended:
     no process of it runs on, and neither pyspark's temp directory nor the warm-up's folder is left."""
-    temp = tmp_path / "tmp"
-    temp.mkdir()
-    closed = subprocess.run(
-        [sys.executable, "-c", CLOSE_WHILE_STARTING, str(tmp_path / "spark.log"), str(delay)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "TMPDIR": str(temp)},
-        timeout=120,
-    )
-    assert closed.returncode == 0, closed.stderr
-    assert json.loads(closed.stdout.strip().splitlines()[-1]) == {"warm_up_running": False, "processes": [], "left": []}
+    assert facts_printed(CLOSE_WHILE_STARTING, tmp_path, str(delay)) == NOTHING_LEFT
+
+
+# As for a user who may not raise a priority again (not root): once the warm-up's JVM is up, the system refuses every
+# change of priority; then the report's own session.
+TAKEN_WHERE_PRIORITY_IS_REFUSED = (
+    PRELUDE
+    + """
+from jetcheck.reports import spark
+
+warm = WarmSession(None, Path(sys.argv[1]))
+while warm._session is None:
+    assert warm._thread.is_alive(), warm.error
+    time.sleep(0.02)
+allowed = os.setpriority
+
+def refused(which, who, priority):
+    raise PermissionError(errno.EACCES, "Permission denied")
+
+os.setpriority = refused
+facts = {"session": repr(warm.take()), **what_is_left(warm)}
+os.setpriority = allowed
+with spark.spark_session(None) as own:
+    facts["own_session_counts"] = own.range(3).count()
+    facts["own_session_priorities"] = priorities(the_jvm())
+print(json.dumps(facts))
+"""
+)
+
+
+def test_a_warm_up_that_cannot_get_its_priority_back_is_stopped_when_taken(tmp_path):
+    """Where the system refuses to raise the warm-up's priority again, take() stops the warm-up and its JVM and
+    returns None: nothing of it runs on or is left, and the report's own session works at the process's priority."""
+    facts = facts_printed(TAKEN_WHERE_PRIORITY_IS_REFUSED, tmp_path)
+    assert facts == {
+        "session": "None",
+        **NOTHING_LEFT,
+        "own_session_counts": 3,
+        "own_session_priorities": [os.getpriority(os.PRIO_PROCESS, 0)],
+    }
+
+
+WARMS = "from jetcheck.reports.warm import warms; print(warms(None))"
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="drops a capability of root's")
+def test_a_process_that_may_not_raise_a_priority_again_gets_no_warm_up():
+    """Without the right to raise a priority (CAP_SYS_NICE, which a user other than root lacks as a rule) `jetcheck
+    run` gets no warm-up at the lowest priority it could not take back: its report starts its own session."""
+    as_root = subprocess.run([sys.executable, "-c", WARMS], capture_output=True, text=True, timeout=60)
+    assert as_root.stdout.strip() == "True", as_root.stderr
+    no_nice = ["setpriv", "--bounding-set=-sys_nice", "--inh-caps=-sys_nice"]
+    without = subprocess.run([*no_nice, sys.executable, "-c", WARMS], capture_output=True, text=True, timeout=60)
+    assert without.stdout.strip() == "False", without.stderr
