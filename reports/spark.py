@@ -149,7 +149,7 @@ _PY4J_DIR = str(Path(py4j.__file__).parent)
 def stop_starting_jvms(log: Path | None = None) -> None:
     """Stop the JVM pyspark was starting when the interrupt came (pyspark drops it, and it would run on for good),
     or the one a warm-up still works in (reports.warm); what py4j says of the calls that cut off goes to the Spark
-    log, `log` or spark_log_path() (the root logger keeps that filter: the process is on its way out).
+    log, `log` or spark_log_path() (the root logger keeps that filter from then on).
 
     It is this process's child whose environment has LAUNCH_MARK, which pyspark's launch gives it from the start
     (SparkSubmit is in its command line only once the spark-submit script has run spark-class); SIGTERM lets the JVM

@@ -6,7 +6,8 @@ the charts. Started during certify, the JVM is ready and compiled when the run's
 is left with the work of the report itself.
 
 The warm-up runs at the lowest CPU priority (its thread's, which the JVM and its workers inherit), so it takes
-only time certify leaves idle, and it reports on a small synthetic load log in a temp folder of its own.
+only time certify leaves idle, and it reports on a small synthetic load log in a temp folder of its own. The report
+step takes it back to the run's own priority (WarmSession.take).
 """
 
 from __future__ import annotations
