@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from jetcheck.conformance.certify import checks_command
 from jetcheck.fixtures import children
 from jetcheck.records import RESULTS_FILE, CheckResult, read_results
@@ -248,11 +250,17 @@ def with_references(request, missing: Callable[[str], str]) -> list:
 
 
 @contextmanager
-def certified_rows(cases: Iterable, run: Callable, workers: int) -> Iterator[dict[str, Future]]:
-    """`run(case)` for every one of `cases`, `workers` at a time: the futures, by case id. Proof runs spend most
-    of their time waiting out timeouts, so a few overlap without starving each other's timing."""
+def certified_rows(
+    cases: Iterable, run: Callable, workers: int, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Future]]:
+    """`run(case, out)` for every one of `cases`, `workers` at a time: the futures, by case id. Proof runs spend
+    most of their time waiting out timeouts, so a few overlap without starving each other's timing.
+
+    Each `out` is a new folder, made here, in this thread: pytest's TempPathFactory is not thread-safe (two runs
+    making a worker's first folder at once each emptied its base folder under the other, and one failed with
+    "Directory not empty" in a rehearsal of the suite)."""
     with ThreadPoolExecutor(workers) as pool:
-        yield {case.id: pool.submit(run, case) for case in cases}
+        yield {case.id: pool.submit(run, case, tmp_path_factory.mktemp("certify")) for case in cases}
 
 
 def certify_broken(server_url: str, out: Path, case: Proof) -> tuple[int, list[CheckResult]]:

@@ -193,10 +193,10 @@ def certified(request, tmp_path_factory) -> dict[str, Future]:
     # Variant rows first: each waits out the timeouts of the checks it breaks, the reference runs are quicker.
     order = sorted(with_references(request, missing_toolchain), key=lambda case: not case.variant)
 
-    def run(case):
-        return certify(case.spelling, tmp_path_factory.mktemp("certify"), "-m", case.areas)
+    def run(case, out):
+        return certify(case.spelling, out, "-m", case.areas)
 
-    with certified_rows(order, run, CONCURRENT_RUNS) as futures:
+    with certified_rows(order, run, CONCURRENT_RUNS, tmp_path_factory) as futures:
         yield futures
 
 

@@ -51,10 +51,10 @@ PROOFS = [
 def certified(request, embedded_server, tmp_path_factory) -> dict[str, Future]:
     """Every selected row's certify run through its breakers, by row id, CONCURRENT_RUNS at a time."""
 
-    def run(case):
-        return certify_broken(embedded_server.url, tmp_path_factory.mktemp("certify"), case)
+    def run(case, out):
+        return certify_broken(embedded_server.url, out, case)
 
-    with certified_rows(module_cases(request), run, CONCURRENT_RUNS) as futures:
+    with certified_rows(module_cases(request), run, CONCURRENT_RUNS, tmp_path_factory) as futures:
         yield futures
 
 

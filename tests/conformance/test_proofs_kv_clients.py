@@ -145,10 +145,10 @@ def certify_row(server_url: str, case: KvProof, out: Path, *pytest_args: str) ->
 def certified(request, embedded_server, tmp_path_factory) -> dict[str, Future]:
     """Every selected row's run and its client's reference run, by row id, CONCURRENT_RUNS at a time."""
 
-    def run(case: KvProof):
-        return certify_row(embedded_server.url, case, tmp_path_factory.mktemp("certify"))
+    def run(case: KvProof, out: Path):
+        return certify_row(embedded_server.url, case, out)
 
-    with certified_rows(with_references(request, missing_toolchain), run, CONCURRENT_RUNS) as futures:
+    with certified_rows(with_references(request, missing_toolchain), run, CONCURRENT_RUNS, tmp_path_factory) as futures:
         yield futures
 
 
