@@ -79,7 +79,6 @@ class WarmSession:
         self._priority = os.getpriority(os.PRIO_PROCESS, 0)  # this thread's on Linux: what take() gives back
         self._priority_lock = threading.Lock()
         self._needed = False  # take() was called: the warm-up is the report's own work now
-        self._warm_thread_id: int | None = None
         self._thread = threading.Thread(target=self._warm, name="jetcheck-report-warm-up", daemon=True)
         self._thread.start()
 
@@ -88,7 +87,6 @@ class WarmSession:
         from jetcheck.reports.synthetic_load import LoadSpec, write_load_run
 
         with self._priority_lock:
-            self._warm_thread_id = threading.get_native_id()
             if not self._needed:
                 _lower_this_threads_priority()
         try:
@@ -127,12 +125,13 @@ class WarmSession:
         system refuses."""
         with self._priority_lock:
             self._needed = True  # a warm-up thread that has not lowered its priority yet will not
-            warm_thread = self._warm_thread_id
         if sys.platform != "linux":
             return True  # nothing was lowered
         try:
             for _ in range(2):  # the second pass: a thread the JVM started while the first walked it
-                tasks = ([warm_thread] if warm_thread is not None else []) + _tasks_below(spark.launched_jvms())
+                # the warm-up thread's id only while it runs: once it has ended, the id may be another thread's
+                warm_thread = [self._thread.native_id] if self._thread.is_alive() else []
+                tasks = warm_thread + _tasks_below(spark.launched_jvms())
                 for task in tasks:
                     with contextlib.suppress(ProcessLookupError):  # a thread that has ended meanwhile
                         os.setpriority(os.PRIO_PROCESS, task, self._priority)

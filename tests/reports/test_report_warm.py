@@ -23,8 +23,11 @@ from pathlib import Path
 import psutil
 from jetcheck.reports.warm import WarmSession, warms
 
+def running(processes):
+    return [p for p in processes if p.status() != psutil.STATUS_ZOMBIE]
+
 def the_jvm():
-    while not (jvms := [p for p in psutil.Process().children() if p.name() == "java" and p.status() != "zombie"]):
+    while not (jvms := running(p for p in psutil.Process().children() if p.name() == "java")):
         time.sleep(0.02)
     return jvms[0]
 
@@ -38,8 +41,8 @@ def priorities(process):
     return sorted(found)
 
 def what_is_left(warm):
-    running = [p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
-    return {"warm_up_running": warm._thread.is_alive(), "processes": running,
+    below = running(psutil.Process().children(recursive=True))
+    return {"warm_up_running": warm._thread.is_alive(), "processes": [p.pid for p in below],
             "left": sorted(p.name for p in Path(os.environ["TMPDIR"]).iterdir())}
 """
 WARM_REPORT = (
