@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pytest
@@ -225,5 +226,9 @@ async def test_an_interrupted_load_on_a_url_target_deletes_its_stream(tmp_path, 
         assert proc.returncode == 130, stderr
         assert stderr.strip().splitlines()[-1] == "jetcheck: interrupted"
         assert await load_streams() == []
+        # the signal often lands as Locust starts: one left running would make its stream again and load the target
+        # for its whole run time (issue 31)
+        locusts = [p for p in psutil.process_iter(["cmdline"]) if str(out) in " ".join(p.info["cmdline"] or [])]
+        assert locusts == [], "a process of the interrupted load still runs"
     finally:
         await nc.close()
