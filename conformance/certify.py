@@ -32,7 +32,16 @@ CERTIFY_INI = Path(__file__).with_name("certify.ini")
 # does not rewrite the asserts of every module of every installed plugin's package at each start (where bytecode is
 # not cached, as under PYTHONDONTWRITEBYTECODE, that was 0.55 s of the 1.5 s certify's pytest took to start).
 # pytest-asyncio first: jetcheck's plugin imports it, and pytest rewrites a module named by -p only before its import.
-CHECKS_PLUGINS = ("pytest_asyncio.plugin", "pytest_timeout", "_hypothesis_pytestplugin", "jetcheck.conformance.plugin")
+# The checks' own conftest is loaded as a plugin, with every conftest.py search off (--noconftest): pytest otherwise
+# loads conftest.py from the directory certify runs in and its test* folders (a project's own tests, fixtures, hooks
+# and Hypothesis profiles then ran inside a certification started from that project's root).
+CHECKS_PLUGINS = (
+    "pytest_asyncio.plugin",
+    "pytest_timeout",
+    "_hypothesis_pytestplugin",
+    "jetcheck.conformance.plugin",
+    f"{CHECKS_PACKAGE}.conftest",
+)
 # The plugin ends a run whose target stopped answering with this pytest exit status and records each check it did
 # not run with a message starting NOT_RUN_PREFIX; certify then exits 2: the outcome is unknown.
 TARGET_STOPPED_EXIT = 75
@@ -124,6 +133,7 @@ def checks_command(*pytest_args: str) -> list[str]:
         "--rootdir",
         str(CERTIFY_INI.parent),
         "--disable-plugin-autoload",
+        "--noconftest",
         *plugins,
         "--pyargs",
         CHECKS_PACKAGE,

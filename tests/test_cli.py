@@ -165,3 +165,18 @@ def test_certify_loads_an_installed_pytest_plugin_only_when_named(tmp_path, inst
     )  # fmt: skip
     assert "no checks ran" in proc.stderr and "deselected" in proc.stdout, proc.stdout + proc.stderr
     assert marker.exists() is named
+
+
+def test_certify_loads_no_conftest_from_the_folder_it_runs_in(tmp_path):
+    """A project's own conftest.py (where certify runs, or in its tests folder) stays out of certify's checks."""
+    marker = tmp_path / "loaded"
+    hook = f"def pytest_configure(config):\n    open({str(marker)!r}, 'a').close()\n"
+    (tmp_path / "tests").mkdir()
+    for folder in (tmp_path, tmp_path / "tests"):
+        (folder / "conftest.py").write_text(hook)
+    proc = subprocess.run(
+        [sys.executable, "-m", "jetcheck.cli", "certify", "--out", str(tmp_path / "out"), "--", "-k", "none_named_so"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert "no checks ran" in proc.stderr and "deselected" in proc.stdout, proc.stdout + proc.stderr
+    assert not marker.exists(), "certify's pytest loaded a conftest.py of the folder it ran in"
