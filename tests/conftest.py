@@ -18,7 +18,7 @@ from jetcheck.fixtures.target import Credentials, Target
 SERVER_VERSION = os.environ.get("JETCHECK_SERVER_VERSION", DEFAULT_VERSION)
 VENDOR_PASSWORD = "s3cret-pw"
 # The project's tests use the testing package's client variants (nats-py+<variant>) as a user's tests would.
-pytest_plugins = ["jetcheck.testing.plugin"]
+pytest_plugins = ["jetcheck.testing.plugin", "tests.hygiene"]
 
 # CI replays the same examples every run (a red run must mean a change broke something); a developer's run
 # explores new ones. Loaded here, before test modules build their settings on the default profile.
@@ -28,10 +28,14 @@ if os.environ.get("CI"):
 
 
 @pytest.fixture(scope="session")
-def embedded_server() -> Target:
-    """One embedded nats-server for the whole test session."""
+def embedded_server(request) -> Target:
+    """One embedded nats-server for the whole test session; what each module creates and deletes on it is audited
+    (tests.hygiene)."""
     provider = provider_for("local", SERVER_VERSION, Credentials())
-    yield provider.start()
+    target = provider.start()
+    if auditor := request.config.pluginmanager.get_plugin("jetcheck-hygiene"):
+        auditor.watch(target)
+    yield target
     provider.stop()
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import secrets
 from dataclasses import asdict
 
 import pytest
 
 from jetcheck.conformance.certify import CERTIFY_INI
+from jetcheck.fixtures.cleanup import claim_prefix
 from jetcheck.records import RESULTS_FILE, read_results
 
 pytest_plugins = ["pytester"]
@@ -255,7 +258,12 @@ def test_run_json_tells_a_finished_run_from_an_unfinished_one(pytester, embedded
 
     pytester.makepyfile(test_stopping=STOPPING.format(second=second))
     out = pytester.path / "out"
-    pytester.runpytest_subprocess("--jetcheck-server", embedded_server.url, "--jetcheck-out", str(out), *args)
+    prefix = "jcstop" + secrets.token_hex(3)
+    run_args = ["--jetcheck-server", embedded_server.url, "--jetcheck-out", str(out), "--jetcheck-run-prefix", prefix]
+    try:
+        pytester.runpytest_subprocess(*run_args, *args)
+    finally:  # a killed run leaves its anchor stream, as on a vendor's server: deleted as --clean-previous does
+        asyncio.run(clean_previous(embedded_server, prefix))
     run = json.loads((out / "run.json").read_text())
     results = list(read_results(out / RESULTS_FILE))
     seen = {
@@ -268,6 +276,14 @@ def test_run_json_tells_a_finished_run_from_an_unfinished_one(pytester, embedded
     verdict = judge(results, run)
     assert verdict.complete == (expected["results"] == expected["collected"] and expected["finished"])
     assert verdict.complete == (not verdict.incomplete_reason)
+
+
+async def clean_previous(target, prefix: str) -> None:
+    nc = await target.connect()
+    try:
+        await claim_prefix(nc, prefix, clean_previous=True)
+    finally:
+        await nc.close()
 
 
 LAST_CHECK = """

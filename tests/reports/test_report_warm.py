@@ -9,10 +9,12 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from subprocess import PIPE
 
 import psutil
 import pytest
 
+from jetcheck.fixtures import children
 from jetcheck.reports.build import build_report
 
 # What the scripts below share: each runs in a process of its own (this one has the tests' shared session, and a warm
@@ -77,15 +79,12 @@ def facts_printed(script: str, folder: Path, *args: str, timeout_s: float = 120)
     folder there."""
     temp = folder / "tmp"
     temp.mkdir()
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(folder / "spark.log"), *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "TMPDIR": str(temp)},
-        timeout=timeout_s,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    argv = [sys.executable, "-c", script, str(folder / "spark.log"), *args]
+    # in a session of its own, stopped with its JVMs if it times out
+    with children.running(argv, stdout=PIPE, stderr=PIPE, text=True, env={**os.environ, "TMPDIR": str(temp)}) as done:
+        out, err = done.communicate(timeout=timeout_s)
+    assert done.returncode == 0, err
+    return json.loads(out.strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="module")
@@ -182,9 +181,7 @@ TAKEN_WHERE_PRIORITY_IS_REFUSED = (
 from jetcheck.reports import spark
 
 warm = WarmSession(None, Path(sys.argv[1]))
-while warm._session is None:
-    assert warm._thread.is_alive(), warm.error
-    time.sleep(0.02)
+the_jvm()  # starting at nice 19: on a machine kept busy it may take minutes to be a session, which take() cuts short
 allowed = os.setpriority
 
 def refused(which, who, priority):
