@@ -5,7 +5,7 @@ Checked where one module's work meets the next's: pytest-xdist's loadscope hands
 another, on one session-scoped server. A module whose Locust outlived it once deleted its stream in the middle of
 the next module's assertion that nothing else changed on that server (issue 31); here the module that left it fails.
 
-- Processes: every process a module starts carries ``JETCHECK_TEST_SCOPE=<worker>:<module>`` in its environment
+- Processes: every process a module starts carries ``JETCHECK_TEST_SCOPE=<worker>-<pid>:<module>`` in its environment
   (inherited from this process, so also once it is orphaned), or descends from this process. Those of session
   fixtures carry the session's scope and live on.
 - Streams: each session server (`watch`) is audited through its JetStream API advisories, which name the client
@@ -198,11 +198,12 @@ class Auditor:
 
 class Hygiene:
     def __init__(self, worker: str) -> None:
-        self.worker = worker
+        # the worker id and this process: two test sessions on one machine (each with a gw0) never share a scope
+        self.worker = f"{worker}-{os.getpid()}"
         self.temp = Path(tempfile.mkdtemp(prefix=f"jetcheck-tests-{worker}-"))
         os.environ["TMPDIR"] = str(self.temp)
         tempfile.tempdir = None  # computed again from TMPDIR
-        self.session_scope = f"{worker}:session"
+        self.session_scope = f"{self.worker}:session"
         self.session_temp: set[str] = set()
         self.module = ""
         self.temp_at_start: set[str] = set()
