@@ -213,8 +213,9 @@ async def test_tls_options_upgrade_a_connection_the_server_would_allow_in_plain_
 
 
 # ---------------------------------------------------------------------------------------------- the fault proxy
-async def client_sees(proxy: NatsProxy, send: bytes = b"") -> bytes:
-    """What a raw client of `proxy` reads until the proxy closes its connection, having sent `send` first."""
+async def client_sees(proxy: NatsProxy, send: bytes = b"") -> bytes | ConnectionResetError:
+    """What a raw client of `proxy` reads until the proxy closes its connection, having sent `send` first; the
+    error when the proxy refuses the connection with a reset instead."""
     reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
     try:
         seen = await asyncio.wait_for(reader.readline(), WAIT_S)
@@ -222,9 +223,10 @@ async def client_sees(proxy: NatsProxy, send: bytes = b"") -> bytes:
             writer.write(send)
             await writer.drain()
         return seen + await asyncio.wait_for(reader.read(), WAIT_S)
+    except ConnectionResetError as refused:
+        return refused
     finally:
         writer.close()
-        await writer.wait_closed()
 
 
 @pytest.mark.asyncio
@@ -238,11 +240,12 @@ async def client_sees(proxy: NatsProxy, send: bytes = b"") -> bytes:
     ids=["tls-url", "required-relayed", "required-terminated"],
 )
 async def test_the_proxy_refuses_an_upstream_that_does_not_offer_tls(proxy_for):
-    """The proxy's upstream leg follows the same rule: the client gets no INFO, only EOF, and the server nothing."""
+    """The proxy's upstream leg follows the same rule: the client gets no INFO but a refused connection, and the
+    server nothing."""
     async with RecordingServer() as server:
         proxy = await proxy_for(server.url("nats")).start()
         try:
-            assert await client_sees(proxy, b"CONNECT {}\r\n") == b""
+            assert isinstance(await client_sees(proxy, b"CONNECT {}\r\n"), ConnectionResetError)
             assert proxy.counters.tls_refused == 1
         finally:
             await proxy.stop()
