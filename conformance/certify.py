@@ -23,7 +23,7 @@ from jetcheck.fixtures.providers import refuse_tls_without_url
 from jetcheck.fixtures.target import Target, probe
 from jetcheck.options import DRIVEN_CLIENTS, OPTIONS, Config, add_command
 from jetcheck.records import JUNIT_FILE, RESULTS_FILE, RUN_FILE, STATUSES, CheckResult, read_results
-from jetcheck.verdict import FAILING, judge
+from jetcheck.verdict import FAILING, did_not_run, judge
 
 CHECKS_PACKAGE = "jetcheck.conformance.checks"
 CERTIFY_INI = Path(__file__).with_name("certify.ini")
@@ -58,7 +58,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run the conformance suite against a server",
         description="Run the conformance suite; write results.jsonl, run.json and junit.xml into --out. "
         "Exit 0 only if the run finished and no MUST check failed or errored (skip and na do not fail); 1 when "
-        "one did; 2 when the run did not finish. Arguments after -- go to pytest.",
+        "one did; 2 when the run did not finish; 4 when most MUST rules of the profile (--rules-of) did not run. "
+        "Arguments after -- go to pytest.",
     )
 
 
@@ -153,7 +154,8 @@ def run_checks(cfg: Config, pytest_args: list[str]) -> int:
 
 
 def summarise(results: list[CheckResult]) -> str:
-    """Counts by area and status, then each failing or erroring check in one line."""
+    """Counts by area and status, then each failing or erroring check, and each MUST check of the profile that did
+    not run, in one line with its reason."""
     by_area: dict[str, Counter] = defaultdict(Counter)
     for result in results:
         by_area[result.area][result.status] += 1
@@ -164,9 +166,10 @@ def summarise(results: list[CheckResult]) -> str:
     total = Counter(r.status for r in results)
     lines.append(f"{'total':<{width}}  " + "  ".join(f"{total[s]:>5}" for s in STATUSES))
     for result in results:
-        if result.status in FAILING:
+        if result.status in FAILING or (result.level == "MUST" and did_not_run(result)):
             first = result.message.strip().splitlines()[0] if result.message.strip() else ""
-            lines.append(f"{result.status.upper():5} {result.level:6} {result.subject:6} {result.id}: {first}")
+            shown = result.status.upper() if result.status in FAILING else "NOT RUN"
+            lines.append(f"{shown:5} {result.level:6} {result.subject:6} {result.id}: {first}")
     return "\n".join(lines)
 
 

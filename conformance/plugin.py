@@ -44,13 +44,14 @@ from jetcheck.fixtures.target import ServerInfo, Target, probe
 from jetcheck.options import OPTIONS, Config, add_pytest_options, resolve
 from jetcheck.records import LEVELS, RESULTS_FILE, RUN_FILE, CheckResult, utc_now
 from jetcheck.redact import redact_text
-from jetcheck.versions import parse_version
 
 from .catalog import CatalogError, Rule, load_catalog
 from .certify import NOT_RUN_PREFIX, TARGET_STOPPED_EXIT
 from .clients import adapter_for
+from .clients.deviations import deviation_for
 from .clients.driven import shutdown_drivers
 from .clients.driver import DriverAdapter
+from .profiles import Profile, profile_for
 from .progress import Progress
 
 CHECKS_PACKAGE = "jetcheck.conformance.checks"
@@ -114,6 +115,7 @@ class RunRecord:
     started_at: str
     target: Target | None = None  # the server under test, from its probe until the run's final cleanup
     server: ServerInfo | None = None
+    profile: Profile | None = None  # the rules the run holds the target to, from --rules-of and the server's probe
     failure: str = ""  # why the target could not be started or reached, once it failed
     stopped_reason: str = ""  # why the run stopped before its last check (the target died), "" when it did not
     collected: int | None = None  # checks collected (after deselection), once collection finished
@@ -316,9 +318,9 @@ def pytest_runtestloop(session: pytest.Session) -> None:
 
 
 def _na_reason(rule: Rule, item: pytest.Item, run: RunRecord) -> str:
-    assert run.server is not None and run.target is not None
-    if parse_version(run.server.version) < parse_version(rule.since):
-        return f"{rule.id} needs nats-server >= {rule.since}; the target runs {run.server.version}"
+    assert run.server is not None and run.target is not None and run.profile is not None
+    if not run.profile.holds(rule.since):
+        return run.profile.na_reason(rule.id, rule.since)
     for marker in item.iter_markers("needs"):
         for need in marker.args:
             if need not in NEEDS:
@@ -478,6 +480,9 @@ def _record(item: pytest.Item, reports: dict) -> None:
     detail = "" if not raw or raw in message or raw.endswith(message) else raw
     duration = sum(rep.duration for rep, _ in reports.values()) - item.stash.get(PROBED, 0.0)
     server_log = item.stash.get(SERVER_LOG, "") if status in ("fail", "error") else ""
+    deviation = deviation_for(_client_info(run.config)["name"], item.stash[RULE].id) if status == "fail" else None
+    if deviation is not None:
+        message = f"{deviation.label()}. {message}"
     _append_result(run, _result(item, run, status, message, duration, server_log, detail))
 
 
@@ -617,6 +622,7 @@ def _write_run(run: RunRecord, **end: Any) -> None:
         "collected": run.collected,
         "options": run.config.redacted(),
         "server": run.server.as_dict() if run.server else {},
+        "profile": run.profile.as_dict() if run.profile else {},
         "target": "managed" if run.config.managed else "url",
         "client": _client_info(run.config),
         "python": platform.python_version(),
@@ -680,6 +686,7 @@ def jetcheck_run_target(request: pytest.FixtureRequest) -> Iterator[Target]:
         server: Server = request.getfixturevalue("jetcheck_server_under_test")
         target = server.target
         run.server = asyncio.run(_probe_and_anchor(target, cfg.run_prefix, run.run_id, cfg.clean_previous))
+        run.profile = profile_for(cfg.rules_of, run.server.version, run.server.api_level)
     except TargetError as exc:
         run.failure = redact_text(str(exc), run.secrets)
         pytest.exit(f"jetcheck: {run.failure}", returncode=3)
@@ -735,6 +742,15 @@ def server_info(request: pytest.FixtureRequest, target: Target) -> ServerInfo:
     run = _run(request.config)
     assert run.server is not None
     return run.server
+
+
+@pytest.fixture
+def expected_release(request: pytest.FixtureRequest, target: Target) -> str:
+    """The release whose documented behaviour a check expects where it changed between releases: the profile's
+    (the server's own release when it reports a real one; never what an unknown version string implies)."""
+    run = _run(request.config)
+    assert run.profile is not None
+    return run.profile.behaviour
 
 
 @pytest.fixture

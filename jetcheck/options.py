@@ -100,6 +100,14 @@ def _prefix(value: str) -> str:
     return value
 
 
+def _rules_of(value: str) -> str:
+    # conformance.profiles reads it: every rule, the target's own release when that is one, or a release (line)
+    value = value.strip().lower().removeprefix("v")
+    if not re.fullmatch(r"auto|latest|\d+\.\d+(\.\d+)?", value):
+        raise ConfigError(f"expected auto, latest or a nats-server release (X.Y or X.Y.Z), not {value!r}")
+    return value
+
+
 def _yes_no(value: str) -> bool:
     words = {"1": True, "yes": True, "true": True, "0": False, "no": False, "false": False}
     if value.lower() not in words:
@@ -544,6 +552,14 @@ TABLE: tuple[Option, ...] = (
         commands=("certify", PYTEST),
     ),
     Option(
+        "rules_of",
+        "the nats-server release whose documented rules to certify against: auto (the release the server reports, "
+        "when it is a nats-server release with JetStream; else every rule), latest (every rule), or X.Y[.Z]",
+        lambda: "auto",
+        _rules_of,
+        commands=("certify", PYTEST),
+    ),
+    Option(
         "profile",
         "Hypothesis profile: fast (CI) or thorough (certification)",
         lambda: "fast",
@@ -854,6 +870,7 @@ class Config:
     run_prefix: str
     clean_previous: bool
     check_timeout: float
+    rules_of: str
     profile: str
     client: str
     server_cache: str

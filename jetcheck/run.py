@@ -311,5 +311,5 @@ def register(subparsers) -> None:
         description="Certify against the embedded nats-server (or --server with its credentials), run a ~20 s "
         "publish+consume load, and write the report into one run folder; prints the path of its index.html and "
         "the verdict. Exit 0 once the report is written, 3 when a step (or certify's results) did not complete; "
-        "with --strict, 1 when a MUST check failed.",
+        "with --strict, 1 when a MUST check failed, 4 when most MUST rules of the profile did not run.",
     )

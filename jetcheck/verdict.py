@@ -12,8 +12,15 @@ What a status means for the verdict:
   established, which a certificate cannot pass over). Of a SHOULD rule: shown, never failing.
 - ``skip``: the check did not run (skipped for a reason other than the target's abilities). It does not count as a
   failure, but every sentence shows how many rules were not run.
-- ``na``: the target cannot support the rule (older server, needs a cluster); fine, and shown.
+- ``na``: the rule is not in the run's profile (a rule of a newer nats-server release than the one certified, its
+  message beginning "not in profile"), or the target cannot support it (needs a cluster, a managed server); fine,
+  and shown, each kind apart.
 - ``pass``: fine.
+
+A run holds the target to a profile (conformance.profiles: the rules of one nats-server release, or every rule),
+which run.json names and the verdict's first line repeats. A subject "conforms" only in what ran: when more than
+half of its MUST rules in the profile did not run (skipped, or na because the target cannot support them), it is
+"not certified", whatever the rest says (certify exits 4).
 
 A run is judged per subject: the server (rules it decides alone) and each client under test (rules the client
 takes part in), so "the server conforms, the client fails" is said in those words.
@@ -38,6 +45,8 @@ FAILING = ("fail", "error")
 EXIT_CONFORMS = 0
 EXIT_MUST_FAILED = 1
 EXIT_INCOMPLETE = 2  # the outcome is unknown: the run did not finish
+EXIT_NOT_CERTIFIED = 4  # complete, no MUST rule failed, but most MUST rules of the profile did not run
+OUT_OF_PROFILE = "not in profile"  # how the message of an `na` for a rule newer than the profile begins
 EXIT_INTERRUPTED = 130
 
 OUTCOMES = ("incomplete", "fail", "pass")  # of a run, worst first
@@ -60,6 +69,12 @@ def rule_statuses(results: Iterable[CheckResult]) -> dict[str, str]:
     return {rule: worst_status(statuses) for rule, statuses in by_rule.items()}
 
 
+def did_not_run(result: CheckResult) -> bool:
+    """Whether a check of its profile did not run: skipped, or `na` for what the target cannot do (an `na` for a
+    rule outside the profile is not a rule the run owed)."""
+    return result.status == "skip" or (result.status == "na" and not result.message.startswith(OUT_OF_PROFILE))
+
+
 def _count(number: int, singular: str, plural: str) -> str:
     return f"{number} {singular if number == 1 else plural}"
 
@@ -78,6 +93,25 @@ class SubjectVerdict:
     must_failing: tuple[CheckResult, ...]  # MUST checks that failed or errored
     should_failing: tuple[CheckResult, ...]  # SHOULD checks that failed or errored
     complete: bool = True  # whether the run they come from finished
+    out_of_profile: int = 0  # of the na rules, those newer than the profile
+    must_in_profile: int = 0  # MUST rules in the profile
+    # checks of those rules that did not run (skip, or na for what the target cannot do)
+    must_not_run_checks: tuple[CheckResult, ...] = ()
+
+    @property
+    def cannot_support(self) -> int:
+        """Rules whose worst status is na for what the target cannot do (not for the profile)."""
+        return self.not_applicable - self.out_of_profile
+
+    @property
+    def must_not_run(self) -> int:
+        """MUST rules of the profile that did not run."""
+        return len({result.id for result in self.must_not_run_checks})
+
+    @property
+    def certified(self) -> bool:
+        """Whether enough of the profile's MUST rules ran for a verdict on the subject (see the module)."""
+        return self.must_not_run * 2 <= self.must_in_profile and self.must_in_profile > self.must_not_run
 
     @property
     def must_failing_rules(self) -> int:
@@ -89,15 +123,17 @@ class SubjectVerdict:
 
     @property
     def conforms(self) -> bool:
-        return self.complete and not self.must_failing
+        return self.complete and not self.must_failing and self.certified
 
     def sentence(self) -> str:
         """What a manager reads, e.g. "server 2.15.1: conforms, 165/165 server rules pass"."""
         ran = "" if self.complete else " that ran"
         rules = f"{self.passed}/{self.rules} {self.subject} rules{ran} pass"
         extras = []
-        if self.not_applicable:
-            extras.append(f"{self.not_applicable} na")
+        if self.out_of_profile:
+            extras.append(f"{self.out_of_profile} not in profile")
+        if self.cannot_support:
+            extras.append(f"{self.cannot_support} na")
         if self.not_run:
             extras.append(f"{self.not_run} not run")
         if extras:
@@ -109,9 +145,14 @@ class SubjectVerdict:
             if errors:
                 head += f" ({errors} of them could not finish: error)"
             head += f", {rules}"
-        elif self.complete and self.not_run:
-            # a subject of which only some rules were checked conforms in those, not as a whole
-            ran = self.rules - self.not_run
+        elif self.complete and not self.certified:
+            head = (
+                f"not certified: {self.must_not_run} of its {self.must_in_profile} MUST rules in the profile did "
+                f"not run, {rules}"
+            )
+        elif self.complete and (self.not_run or self.cannot_support):
+            # a subject of which only some rules of its profile were checked conforms in those, not as a whole
+            ran = self.rules - self.out_of_profile - self.not_run - self.cannot_support
             head = f"conforms in the {ran} {'rule' if ran == 1 else 'rules'} that ran, {rules}"
         elif self.complete:
             head = f"conforms, {rules}"
@@ -131,6 +172,7 @@ class RunVerdict:
     subjects: tuple[SubjectVerdict, ...]  # the server first, then each client
     interrupted: bool = False
     label: str = ""  # the result set's name, when a report holds several
+    profile: str = ""  # the profile the run held the target to, as its first line says it ("" when not recorded)
 
     @property
     def ok(self) -> bool:
@@ -153,18 +195,21 @@ class RunVerdict:
         lines = []
         if not self.complete:
             lines.append(f"INCOMPLETE: {self.incomplete_reason}; this is not a verdict")
+        if self.profile:
+            lines.append(f"held to {self.profile}")
         lines += [s.sentence() for s in self.subjects] or ["no checks ran"]
         return [f"{self.label}: {line}" for line in lines] if self.label else lines
 
     def exit_code(self, strict: bool = True) -> int:
-        """certify's exit code: 0 conforms, 1 a MUST rule failed, 2 incomplete, 130 interrupted. Without
+        """certify's exit code: 0 conforms, 1 a MUST rule failed, 2 incomplete, 4 not certified (most MUST rules of
+        the profile did not run), 130 interrupted. Without
         `strict` (`jetcheck run`'s default) a complete run exits 0 whatever it found."""
         if self.interrupted:
             return EXIT_INTERRUPTED
         if not self.complete:
             return EXIT_INCOMPLETE
         if strict and not self.ok:
-            return EXIT_MUST_FAILED
+            return EXIT_MUST_FAILED if self.must_failures or not self.subjects else EXIT_NOT_CERTIFIED
         return EXIT_CONFORMS
 
 
@@ -177,7 +222,7 @@ def overall_outcome(verdicts: Iterable[RunVerdict]) -> str:
 def overall_exit_code(verdicts: Iterable[RunVerdict], strict: bool = True) -> int:
     """The exit code of several result sets: interrupted over incomplete over failed over conforming."""
     codes = [v.exit_code(strict) for v in verdicts]
-    order = (EXIT_INTERRUPTED, EXIT_INCOMPLETE, EXIT_MUST_FAILED, EXIT_CONFORMS)
+    order = (EXIT_INTERRUPTED, EXIT_INCOMPLETE, EXIT_MUST_FAILED, EXIT_NOT_CERTIFIED, EXIT_CONFORMS)
     return min(codes, key=order.index) if codes else EXIT_CONFORMS
 
 
@@ -216,8 +261,11 @@ def judge(
         grouped.setdefault(_subject_key(result), []).append(result)
     subjects = []
     for (_rank, subject, name), of_subject in sorted(grouped.items()):
-        statuses = list(rule_statuses(of_subject).values())
+        by_rule = rule_statuses(of_subject)
+        statuses = list(by_rule.values())
         failing = [r for r in of_subject if r.status in FAILING]
+        out_of_profile = {r.id for r in of_subject if r.status == "na" and r.message.startswith(OUT_OF_PROFILE)}
+        must = {r.id for r in of_subject if r.level == "MUST"} - out_of_profile
         subjects.append(
             SubjectVerdict(
                 subject=subject,
@@ -230,7 +278,15 @@ def judge(
                 must_failing=tuple(r for r in failing if r.level == "MUST"),
                 should_failing=tuple(r for r in failing if r.level != "MUST"),
                 complete=complete,
+                out_of_profile=len(out_of_profile),
+                must_in_profile=len(must),
+                must_not_run_checks=tuple(r for r in of_subject if r.id in must and did_not_run(r)),
             )
         )
     interrupted = bool(run_info and run_info.get("interrupted"))
-    return RunVerdict(complete, reason, tuple(subjects), interrupted, label)
+    return RunVerdict(complete, reason, tuple(subjects), interrupted, label, _profile_line(run_info))
+
+
+def _profile_line(run_info: dict[str, Any] | None) -> str:
+    profile = (run_info or {}).get("profile") or {}
+    return f"profile {profile['name']} ({profile['why']})" if profile.get("name") else ""

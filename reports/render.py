@@ -500,6 +500,13 @@ def _verdict_block(content: ReportContent) -> dict[str, Any]:
                 "incomplete": "" if run.complete else dataclasses.replace(run, label="").lines()[0],
                 "subjects": [(subject.sentence(), subject.conforms) for subject in run.subjects]
                 or [("no checks ran", False)],
+                "profile": f"held to {run.profile}" if run.profile else "",
+                # what the profile owed and the run did not check, each with its reason
+                "not_run": [
+                    f"not run: {r.level} {r.subject} rule {r.id} ({r.check}): {r.message.strip() or r.status}"
+                    for subject in run.subjects
+                    for r in subject.must_not_run_checks
+                ],
             }
             for run in runs
         ],

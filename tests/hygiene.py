@@ -241,14 +241,14 @@ class Hygiene:
                     owner = owner.parent()
             if owner is not None and (owner.pid == me or scope_of(owner) == scope):
                 found[process.pid] = process
-        return [p for p in found.values() if _running(p)]
+        return [p for p in found.values() if still_running(p)]
 
     def end_module(self) -> list[str]:
         problems = self.auditor.end_module()
         processes = self.module_processes()
         _gone, alive = psutil.wait_procs(processes, timeout=EXIT_WAIT_S) if processes else ([], [])
         for process in alive:
-            if _running(process):
+            if still_running(process):
                 problems.append(f"process left running: {describe(process.pid)}")
         for process in alive:
             with contextlib.suppress(psutil.Error):
@@ -307,7 +307,9 @@ class Hygiene:
         return result
 
 
-def _running(process: psutil.Process) -> bool:
+def still_running(process: psutil.Process) -> bool:
+    """Whether `process` still runs: a zombie has exited, and only its reaping is left (to init, once the process
+    whose child it was has gone; a spark-submit shell helper's parent is the JVM)."""
     try:
         return process.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:

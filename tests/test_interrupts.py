@@ -25,6 +25,7 @@ from jetcheck.testing.synthetic import LoadSpec, sample_results, write_certify_r
 
 from .conftest import SERVER_VERSION
 from .durability.test_packet_loss import MISSING, namespaces
+from .hygiene import still_running
 
 STOP_BUDGET_S = 5.0
 READY_TIMEOUT_S = 180.0
@@ -110,15 +111,6 @@ SIGNALLED = [
 ]
 
 
-def _running(process: psutil.Process) -> bool:
-    """Whether `process` still runs: a zombie has exited, and only its reaping is left (to init, once the process
-    whose child it was has gone; a spark-submit shell helper's parent is the JVM)."""
-    try:
-        return process.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
 def _command_line(process: psutil.Process) -> str:
     """The start of a process's command line; a short-lived helper may have exited already (a shell script's)."""
     try:
@@ -163,7 +155,7 @@ def test_an_interrupted_command_stops_everything_it_started(tmp_path, embedded_s
         except subprocess.TimeoutExpired:
             pytest.fail(f"jetcheck {command} still running {STOP_BUDGET_S:.0f} s after {sig.name}")
         _gone, alive = psutil.wait_procs(descendants, timeout=max(0.0, deadline - time.monotonic()))
-        alive = [p for p in alive if _running(p)]
+        alive = [p for p in alive if still_running(p)]
         assert not alive, f"still running {STOP_BUDGET_S:.0f} s after {sig.name}: {[described[p.pid] for p in alive]}"
         errors = stderr.read_text()
         assert proc.returncode == 130, errors

@@ -16,6 +16,8 @@ from jetcheck.verdict import (
     EXIT_INCOMPLETE,
     EXIT_INTERRUPTED,
     EXIT_MUST_FAILED,
+    EXIT_NOT_CERTIFIED,
+    OUT_OF_PROFILE,
     STATUS_ORDER,
     judge,
     overall_exit_code,
@@ -27,8 +29,11 @@ from jetcheck.verdict import (
 FINISHED = {"started_at": "2026-01-01T00:00:00Z", "finished_at": "2026-01-01T00:01:00Z"}
 
 
-def result(rule: str, status: str, level: str = "MUST", subject: str = "server", check: str = "") -> CheckResult:
+def result(
+    rule: str, status: str, level: str = "MUST", subject: str = "server", check: str = "", message: str = ""
+) -> CheckResult:
     return CheckResult(
+        message=message,
         id=rule,
         status=status,
         area=rule.split(".")[0],
@@ -98,6 +103,48 @@ class TestSubjects:
         verdict = judge([result("s.a", "fail", check="x"), result("s.a", "fail", check="y")], FINISHED)
         assert verdict.must_failures == 1
         assert len(verdict.subjects[0].must_failing) == 2
+
+
+class TestProfiles:
+    NEWER = f"{OUT_OF_PROFILE} 2.9.0: s.new is a rule of nats-server 2.10.0 and later"
+
+    def test_the_verdict_first_names_the_profile_the_run_held_the_target_to(self):
+        """run.json's profile is the verdict's first line, before any subject's sentence."""
+        profile = {"name": "latest", "why": "every rule: the server reports '0.0.0', which is no release"}
+        verdict = judge([result("s.a", "pass")], {**FINISHED, "profile": profile})
+        assert verdict.lines() == [
+            "held to profile latest (every rule: the server reports '0.0.0', which is no release)",
+            "server 2.15.1: conforms, 1/1 server rules pass",
+        ]
+
+    def test_rules_newer_than_the_profile_are_counted_apart_and_leave_the_verdict_whole(self):
+        """Rules not in the profile are not rules the run failed to run: the subject conforms, and says how many."""
+        results = [result("s.a", "pass"), *(result(f"s.new{n}", "na", message=self.NEWER) for n in range(5))]
+        verdict = judge(results, FINISHED)
+        assert verdict.lines() == ["server 2.15.1: conforms, 1/6 server rules pass (5 not in profile)"]
+        assert verdict.exit_code() == EXIT_CONFORMS
+
+    @pytest.mark.parametrize("missing", ["skip", "na"])
+    def test_a_subject_most_of_whose_must_rules_did_not_run_is_not_certified(self, missing):
+        """Two of three MUST rules of the profile not run (skipped, or na for what the target cannot do): no
+        "conforms", and certify exits 4; SHOULD rules do not count."""
+        results = [result("s.a", "pass"), result("s.b", missing), result("s.c", missing)]
+        results += [result("s.d", "pass", level="SHOULD"), result("s.e", "pass", level="SHOULD")]
+        verdict = judge(results, FINISHED)
+        (server,) = verdict.subjects
+        assert (server.must_in_profile, server.must_not_run, server.certified) == (3, 2, False)
+        assert verdict.lines()[0].startswith(
+            "server 2.15.1: not certified: 2 of its 3 MUST rules in the profile did not run, 3/5 server rules pass"
+        )
+        assert (verdict.ok, verdict.exit_code(), verdict.exit_code(strict=False)) == (False, EXIT_NOT_CERTIFIED, 0)
+        failing = judge([*results, result("s.f", "fail")], FINISHED)
+        assert failing.exit_code() == EXIT_MUST_FAILED  # a failure says more than too little ran
+        assert overall_exit_code([verdict, failing]) == EXIT_MUST_FAILED
+
+    def test_a_subject_with_only_rules_outside_its_profile_is_not_certified(self):
+        """Nothing of the profile ran: there is nothing to certify."""
+        verdict = judge([result("s.new", "na", message=self.NEWER)], FINISHED)
+        assert not verdict.subjects[0].certified and verdict.exit_code() == EXIT_NOT_CERTIFIED
 
 
 class TestCompleteness:
@@ -270,7 +317,7 @@ def test_every_consumer_gives_the_same_verdict(status, level, subject, completen
         assert verdict.lines()[0].startswith("INCOMPLETE: ") and "conforms" not in summary
     elif failing:
         assert f": 1 MUST {subject} rule fails" in judged and ": conforms, " in other
-    elif status == "skip":
+    elif status in ("skip", "na"):  # an na without "not in profile" is a rule the target could not be checked on
         assert ": conforms in the 1 rule that ran, 1/2 " in judged and ": conforms, " in other
     else:
         assert ": conforms, " in judged and ": conforms, " in other

@@ -87,7 +87,7 @@ EXPECTED_FIRST_SINCE = parse_version("2.12.0")
 @pytest.mark.rule("publish.expected-checks-before-dedup")
 @pytest.mark.parametrize("replicas", [1, pytest.param(3, marks=pytest.mark.needs("cluster"))], ids=["r1", "r3"])
 async def test_check_order_of_expected_last_sequence_and_dedup_follows_the_server_version(
-    js, nc, make_stream, server_info, observe, replicas
+    js, nc, make_stream, server_info, expected_release, observe, replicas
 ):
     """An unreplicated stream on a server >= 2.12.0 checks Expected-Last-Sequence before dedup; earlier servers
     and replicated streams dedup first."""
@@ -106,12 +106,10 @@ async def test_check_order_of_expected_last_sequence_and_dedup_follows_the_serve
     observe("check_order", order)
     # the R1 path is a single server's, in a cluster too: only a replicated stream proposes through raft
     expected = (
-        "expected-first"
-        if replicas == 1 and parse_version(server_info.version) >= EXPECTED_FIRST_SINCE
-        else "dedup-first"
+        "expected-first" if replicas == 1 and parse_version(expected_release) >= EXPECTED_FIRST_SINCE else "dedup-first"
     )
     assert order == expected, (
-        f"nats-server {server_info.version}, R{replicas} stream{' in a cluster' if server_info.cluster else ''}: "
+        f"as nats-server {expected_release}, R{replicas} stream{' in a cluster' if server_info.cluster else ''}: "
         f"should check {expected}; it checked {seen}"
     )
     assert (await stream_state(nc, stream.name)).messages == 2

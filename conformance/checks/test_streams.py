@@ -119,13 +119,13 @@ async def test_update_of_storage_is_rejected_with_10052(nc, make_stream):
 
 @pytest.mark.rule("streams.update-retention-workqueue-rejected")
 @pytest.mark.parametrize(("created", "updated"), [("limits", "workqueue"), ("workqueue", "interest")])
-async def test_update_to_or_from_workqueue_is_rejected_with_10052(nc, make_stream, server_info, created, updated):
+async def test_update_to_or_from_workqueue_is_rejected_with_10052(nc, make_stream, expected_release, created, updated):
     """Changing the retention policy to or from WorkQueue on update is refused with 500/10052."""
     stream = await make_stream(retention=created)
     with pytest.raises(ApiError) as rejected:
         await _update(nc, stream, retention=updated)
     description = "stream configuration update can not change retention policy"
-    if parse_version(server_info.version) >= parse_version("2.10.0"):
+    if parse_version(expected_release) >= parse_version("2.10.0"):
         description += " to/from workqueue"
     assert _rejection(rejected.value) == (*INVALID_CONFIG, description)
     assert (await _info(nc, stream.name))["config"]["retention"] == created

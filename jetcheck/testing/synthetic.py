@@ -12,6 +12,7 @@ import numpy as np
 
 from jetcheck.records import RESULTS_FILE, RUN_FILE, CheckResult, write_results
 from jetcheck.reports.synthetic_load import ERROR_CLASSES, START_NS, LoadSpec, write_load_run
+from jetcheck.verdict import OUT_OF_PROFILE
 
 __all__ = [
     "ERROR_CLASSES",
@@ -43,7 +44,7 @@ def sample_results(
         if rule in failing:
             status, message = "fail", "expected: duplicate=True on the second publish; actual: duplicate=False"
         elif draw_na < 0.1:
-            status, message = "na", f"needs server >= 2.11.0, target is {server_version}"
+            status, message = "na", f"{OUT_OF_PROFILE} {server_version}: {rule} is a rule of nats-server 9.0.0 on"
         elif draw_skip < 0.05:
             status, message = "skip", "needs a cluster"
         results.append(
@@ -68,8 +69,11 @@ def sample_results(
     return results
 
 
-def write_certify_run(folder: Path, results: list[CheckResult], started: str = "2025-10-09T10:00:00Z") -> Path:
-    """Write results.jsonl and run.json for `results` under `folder`; return `folder`."""
+def write_certify_run(
+    folder: Path, results: list[CheckResult], started: str = "2025-10-09T10:00:00Z", profile: dict | None = None
+) -> Path:
+    """Write results.jsonl and run.json for `results` under `folder` (with the run's `profile` as run.json gives it,
+    conformance.profiles.Profile.as_dict, when given); return `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / RESULTS_FILE).unlink(missing_ok=True)
     write_results(folder / RESULTS_FILE, results)
@@ -81,6 +85,7 @@ def write_certify_run(folder: Path, results: list[CheckResult], started: str = "
         "started_at": started,
         "finished_at": started,
         "collected": len(results),  # a finished run: every collected check has its result (jetcheck.verdict)
+        **({"profile": profile} if profile else {}),
     }
     (folder / RUN_FILE).write_text(json.dumps(run, indent=2))
     return folder

@@ -170,7 +170,7 @@ def certify_run(
     timeout_s: float = CERTIFY_TIMEOUT_S,
 ) -> tuple[int, list[CheckResult], str]:
     """`jetcheck certify --server SERVER --client CLIENT OPTIONS --out OUT -- PYTEST_ARGS`: its exit status, results
-    and the tail of its stderr."""
+    and the tails of its stdout (the verdict) and stderr."""
     command = [sys.executable, "-m", "jetcheck.cli", "certify", "--server", server, "--client", client, *options]
     proc = subprocess.run(
         [*command, "--out", str(out), "--", *TESTING_PLUGIN, *pytest_args],
@@ -181,7 +181,7 @@ def certify_run(
     results_path = out / RESULTS_FILE
     if not results_path.exists():
         raise AssertionError(f"certify wrote no results (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return proc.returncode, list(read_results(results_path)), proc.stderr[-2000:]
+    return proc.returncode, list(read_results(results_path)), proc.stdout[-2000:] + proc.stderr[-2000:]
 
 
 def certify(server: str, out: Path, *pytest_args: str, client: str = "nats-py") -> tuple[int, list[CheckResult]]:

@@ -108,8 +108,8 @@ def test_statuses_follow_the_outcome_of_each_check(checks, embedded_server):
     result.assert_outcomes(passed=2, failed=2, skipped=2)
 
 
-def test_rules_newer_than_the_server_are_na(checks, embedded_server, monkeypatch):
-    """A check whose rule needs a newer server than the target's is na, naming both versions."""
+def test_rules_newer_than_the_servers_release_are_na_outside_its_profile(checks, embedded_server, monkeypatch):
+    """A check whose rule is newer than the release the server reports is na: not in that release's profile."""
     checks.makepyfile(test_new=check_module(("purge.keep", "test_future", "pass")))
     future = checks.path / "catalog"
     future.mkdir()
@@ -129,7 +129,8 @@ catalog.load_catalog.cache_clear()
     checks.runpytest_subprocess("test_new.py", "--jetcheck-server", embedded_server.url, "--jetcheck-out", str(out))
     (result,) = _results(out).values()
     assert result["status"] == "na"
-    assert "needs nats-server >= 99.0.0; the target runs" in result["message"]
+    version = json.loads((out / "run.json").read_text())["server"]["version"]
+    assert result["message"] == f"not in profile {version}: purge.keep is a rule of nats-server 99.0.0 and later"
 
 
 def test_checks_without_a_known_rule_are_refused(pytester, embedded_server):

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from jetcheck.conformance.catalog import load_catalog
+from jetcheck.conformance.clients.deviations import deviation_for
 from jetcheck.records import CheckResult
 
 from .proofs import (
@@ -157,6 +158,26 @@ def test_the_table_covers_every_kv_adapter_rule():
     catalog = load_catalog()
     assert all(catalog[rule].subject == "client" for rule in KV_ADAPTER_RULES)
     assert set().union(*(row.must for row in [*BREAKS.values(), *VARIANT_BREAKS.values()])) == KV_ADAPTER_RULES
+
+
+@pytest.mark.parametrize("case", [KvProof(client) for client in CLIENTS], ids=lambda case: case.client)
+def test_a_get_after_delete_or_purge_is_not_found_and_a_documented_deviation_still_fails(certified, case):
+    """ADR-8's markers read as key not found: nats-py and nats.go pass; nats.js, which documents returning the
+    marker, fails both rules, its result saying so in its own words first."""
+    client = case.client
+    if reason := missing_toolchain(client):
+        pytest.skip(reason)
+    reference, stderr = certified[case.id].result()
+    markers = {r.check: r for r in reference if r.id in ("kv.delete-marker", "kv.purge-marker")}
+    assert {r.id for r in markers.values()} == {"kv.delete-marker", "kv.purge-marker"}, stderr
+    deviation = deviation_for(client, "kv.delete-marker")
+    for result in markers.values():
+        if deviation is None:
+            assert result.status == "pass", f"{result.check}: {result.message}"
+        else:
+            assert result.status == "fail" and result.message.startswith(deviation.label() + ". after "), result
+            assert "ADR-8: a delete or purge marker is a key not found error in basic gets" in result.message
+    assert (deviation is not None) == (client == "nats.js")
 
 
 @pytest.mark.filterwarnings("default::UserWarning")  # a client's flake is reported (recurring_changes)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import html
 import json
 import re
 from html.parser import HTMLParser
@@ -139,6 +140,24 @@ def test_incomplete_run_is_marked_and_never_green(tmp_path):
     assert '<p class="headline">INCOMPLETE</p>' in html
     assert "INCOMPLETE: 10 of 24 checks ran" in html
     assert "**INCOMPLETE**" in render_markdown(content)
+
+
+def test_the_verdict_names_the_profile_and_each_must_rule_that_did_not_run(tmp_path):
+    """The first screen says which profile the run held the server to, and lists every MUST rule of it that did not
+    run with its reason, in the HTML and in summary.md."""
+    results = sample_results(failing=())
+    must = next(r for r in results if r.level == "MUST" and r.status == "pass")
+    skipped = dataclasses.replace(must, status="skip", message="needs a clustered target")
+    profile = {"name": "latest", "why": "every rule: the server reports '0.0.0', which is no nats-server release"}
+    results = [skipped if r is must else r for r in results]
+    folder = write_certify_run(tmp_path / "disguised", results, profile=profile)
+    content = ReportContent(["x"], aggregate_conformance(resolve_all([str(folder)])), [])
+    line = f"not run: MUST server rule {skipped.id} ({skipped.check}): needs a clustered target"
+    held = f"held to profile latest ({profile['why']})"
+    block = html.unescape(re.search(r'<section id="verdict".*?</section>', render_html(content), re.S).group(0))
+    assert f'<p class="profile">{held}</p>' in block and f"<li>{line}</li>" in block
+    markdown = render_markdown(content)
+    assert f"- {held}\n" in markdown and f"- {line}\n" in markdown
 
 
 def test_sections_follow_the_certificate_order(built_report):

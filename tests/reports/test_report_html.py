@@ -95,7 +95,7 @@ def test_report_writes_summary_and_tables(built_report):
     """summary.md states the verdict; every table is written as CSV and Parquet."""
     out = built_report.index.parent
     summary = (out / "summary.md").read_text()
-    verdict = "- server 2.15.1: 1 MUST server rule fails, 19/24 server rules pass (3 na, 1 not run)"
+    verdict = "- server 2.15.1: 1 MUST server rule fails, 19/24 server rules pass (3 not in profile, 1 not run)"
     assert f"**FAILED**\n\n{verdict}" in summary
     assert "**Caveat:** publishers and consumers shared process(es)" in summary
     assert "<strong>Caveat:</strong> publishers and consumers shared" in built_report.index.read_text()

@@ -42,7 +42,7 @@ def test_must_failure_is_the_verdict_and_the_report_is_written(spark, tmp_path, 
     progress = io.StringIO()
     code = main_job(run, None, steps=_steps(run, ("publish.rule-02",)), stream=progress)
     assert code == EXIT_OK
-    verdict = "verdict: server 2.15.1: 1 MUST server rule fails, 19/24 server rules pass (3 na, 1 not run)"
+    verdict = "verdict: server 2.15.1: 1 MUST server rule fails, 19/24 server rules pass (3 not in profile, 1 not run)"
     assert verdict in progress.getvalue()
     index = run / "report" / "index.html"
     assert capsys.readouterr().out.strip() == str(index.resolve())
