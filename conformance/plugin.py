@@ -48,6 +48,7 @@ from jetcheck.redact import redact_text
 from .catalog import CatalogError, Rule, load_catalog
 from .certify import NOT_RUN_PREFIX, TARGET_STOPPED_EXIT
 from .clients import adapter_for
+from .clients.base import Indeterminate
 from .clients.deviations import deviation_for
 from .clients.driven import shutdown_drivers
 from .clients.driver import DriverAdapter
@@ -345,6 +346,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 # Failures of these kinds leave the outcome unknown (the suite could not finish asking), not a server deviation.
 INDETERMINATE = (
+    Indeterminate,
     TargetError,
     ConnectionError,
     nats.errors.ConnectionClosedError,

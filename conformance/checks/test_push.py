@@ -8,7 +8,7 @@ import asyncio
 import nats.errors
 import pytest
 
-from jetcheck.conformance.clients.base import ClientError, Unsupported, connected
+from jetcheck.conformance.clients.base import Unsupported, connected, refusal
 from jetcheck.conformance.jsapi import ApiError, api, eventually
 from jetcheck.conformance.plugin import na
 
@@ -177,10 +177,9 @@ async def test_subscriptions_must_match_the_consumers_deliver_group(client, targ
         await client_push(client, s, stream.name, subject, durable=ungrouped)
         accepted, refusals = [], []
         for durable, wanted in ((queue, None), (ungrouped, queue)):
-            try:
-                await s.push(stream.name, subject, idle_heartbeat=None, durable=durable, queue=wanted)
-            except ClientError as exc:
-                refusals.append(str(exc))
+            refused = await refusal(s.push(stream.name, subject, idle_heartbeat=None, durable=durable, queue=wanted))
+            if refused is not None:
+                refusals.append(str(refused))
                 continue
             accepted.append(f"{durable} (deliver_group {durable if durable == queue else None}) with queue {wanted}")
         observe("refusals", refusals)

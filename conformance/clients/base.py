@@ -94,6 +94,23 @@ class Unsupported(ClientError):
     """The client has no such feature (or its driver does not implement the operation)."""
 
 
+class Indeterminate(ClientError):
+    """The client could not finish the operation (a timeout, a lost connection, a driver that died): the target's
+    answer is unknown, so a check that meets it ends in `error`, never in a pass or a fail."""
+
+
+async def refusal(operation: Awaitable[object]) -> ClientError | None:
+    """The client's refusal of `operation` (its ClientError, Unsupported included), or None when it did what was
+    asked. No answer is no refusal: an Indeterminate is raised on, and the check ends in `error`."""
+    try:
+        await operation
+    except Indeterminate:
+        raise
+    except ClientError as refused:
+        return refused
+    return None
+
+
 class EventLog:
     """What the client reported, in order; scenarios await a kind instead of sleeping."""
 

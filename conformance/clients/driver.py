@@ -41,6 +41,7 @@ from .base import (
     EventLog,
     FetchOutcome,
     Inbox,
+    Indeterminate,
     KeyNotFound,
     KvEntry,
     KvStatus,
@@ -66,11 +67,11 @@ class DriverGone(ConnectionError):
     """The driver process is not running (it exited, or never answered): nothing more can be asked of it."""
 
 
-class DriverTimeout(ClientError, TimeoutError):
+class DriverTimeout(Indeterminate, TimeoutError):
     """The client (or its driver) gave up on an operation in time: the outcome is unknown."""
 
 
-class DriverConnectionError(ClientError, ConnectionError):
+class DriverConnectionError(Indeterminate, ConnectionError):
     """The client could not reach the server."""
 
 

@@ -30,6 +30,7 @@ from .base import (
     EventLog,
     FetchOutcome,
     Inbox,
+    Indeterminate,
     KeyNotFound,
     KvEntry,
     KvStatus,
@@ -197,6 +198,14 @@ class NatsPySession:
 
 
 WRONG_LAST_SEQUENCE = 10071  # JSStreamWrongLastSequenceErr
+# nats-py's errors for an operation that got no answer: the outcome is unknown, not a refusal
+NO_ANSWER = (
+    nats.errors.TimeoutError,
+    nats.errors.ConnectionClosedError,
+    nats.errors.NoServersError,
+    nats.errors.StaleConnectionError,
+    asyncio.TimeoutError,
+)
 
 
 @contextlib.contextmanager
@@ -211,6 +220,8 @@ def kv_errors(op: str):
         raise ClientError("api", f"{op}: {type(exc).__name__}: {exc}", 400, WRONG_LAST_SEQUENCE) from None
     except nats.js.errors.APIError as exc:
         raise ClientError("api", f"{op}: {type(exc).__name__}: {exc}", exc.code, exc.err_code) from None
+    except NO_ANSWER as exc:
+        raise Indeterminate("timeout", f"{op}: {type(exc).__name__}: {exc}") from None
     except nats.errors.Error as exc:
         raise ClientError("other", f"{op}: {type(exc).__name__}: {exc}") from None
 
@@ -356,6 +367,8 @@ def not_found_as_adapter_error():
     ObjectAlreadyExists, DigestMismatchError."""
     try:
         yield
+    except NO_ANSWER as exc:
+        raise Indeterminate("timeout", f"{type(exc).__name__}: {exc}") from None
     except nats.js.errors.NotFoundError as exc:
         raise ObjectNotFound("not_found", f"{type(exc).__name__}: {exc}") from None
     except nats.js.errors.ObjectAlreadyExists as exc:

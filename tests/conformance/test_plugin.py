@@ -328,3 +328,26 @@ def test_a_failing_last_check_keeps_its_server_log_and_is_judged_while_the_serve
     assert result.ret == exit_code
     if not stopped:
         assert "Server is ready" in results["test_last"].server_log
+
+
+def test_a_check_that_meets_no_answer_is_an_error_never_a_fail_or_pass(checks, embedded_server):
+    """A check expecting a refusal that gets a timeout instead, and one whose assertion is never reached, are
+    `error` with the client's words; the same check given the refusal passes."""
+    imports = "from jetcheck.conformance.clients.base import ClientError, refusal\n"
+    imports += "from jetcheck.conformance.clients.driver import DriverTimeout\n"
+    imports += "async def answer(exc):\n    raise exc\n"
+    body = "assert asyncio.run(refusal(answer({}))).err_code == 10071"
+    checks.makepyfile(
+        test_refusals=check_module(
+            ("purge.keep", "test_timeout", body.format('DriverTimeout("timeout", "create: no answer in 30 s")')),
+            ("purge.filter", "test_refused", body.format('ClientError("api", "create: refused", 400, 10071)')),
+            imports="import asyncio\n" + imports,
+        )
+    )
+    out = checks.path / "out"
+    checks.runpytest_subprocess(
+        "test_refusals.py", "--jetcheck-server", embedded_server.url, "--jetcheck-out", str(out)
+    )
+    results = _results(out)
+    assert (results["test_timeout"]["status"], results["test_refused"]["status"]) == ("error", "pass")
+    assert "create: no answer in 30 s" in results["test_timeout"]["message"]
