@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from nats.js.errors import APIError
 
@@ -13,7 +15,9 @@ pytestmark = pytest.mark.asyncio
 STORAGES = pytest.mark.parametrize("storage", ["file", "memory"])
 REJECTED_STORE = (503, 10077)
 INVALID_CONFIG = (500, 10052)
-MAX_AGE_S = 0.2
+MAX_AGE_S = 1.0
+# how long after max_age the server may take to remove expired messages (its expiry runs on a timer)
+EXPIRY_SLACK_S = 3.0
 
 
 async def _publish_all(js, stream, *tokens: str, payload: bytes = b"m") -> list[int]:
@@ -87,15 +91,29 @@ async def test_max_bytes_with_discard_new_rejects_with_10077(js, nc, make_stream
 
 @pytest.mark.rule("limits.max-age")
 @STORAGES
-async def test_max_age_removes_expired_messages(js, nc, make_stream, storage):
-    """With max_age 200 ms, published messages are gone within a few seconds and first sequence moves past them."""
+async def test_max_age_removes_messages_once_they_are_older_and_not_before(js, nc, make_stream, storage, observe):
+    """With max_age 1 s, messages are kept until they are 1 s old, then removed within a few seconds, and the first
+    sequence moves past them."""
     stream = await make_stream(storage=storage, max_age=int(MAX_AGE_S * NS))
+    sent = time.monotonic()  # before the publishes: the server stamps each message later than this
     await _publish_all(js, stream, "a", "b")
+    seen_at = sent
 
     async def expired() -> bool:
-        return (await stream_state(nc, stream.name)).messages == 0
+        nonlocal seen_at
+        gone = (await stream_state(nc, stream.name)).messages == 0
+        seen_at = time.monotonic()
+        return gone
 
-    assert await eventually(expired, timeout=MAX_AGE_S + 3), "messages older than max_age still stored after 3 s"
+    assert await eventually(expired, timeout=MAX_AGE_S + EXPIRY_SLACK_S), (
+        f"messages older than max_age {MAX_AGE_S} s still stored {MAX_AGE_S + EXPIRY_SLACK_S:.0f} s after publishing"
+    )
+    # seen gone at most this long after the messages were stamped: they were removed younger than that
+    oldest_possible = seen_at - sent
+    observe("removed_by_s", round(oldest_possible, 3))
+    assert oldest_possible >= MAX_AGE_S, (
+        f"max_age {MAX_AGE_S} s: the messages were removed before they were {oldest_possible:.3f} s old"
+    )
     state = await stream_state(nc, stream.name)
     assert (state.first_seq, state.last_seq) == (3, 2), f"state after expiry: {state}"
     ack = await js.publish(stream.subject("c"), b"m")

@@ -28,6 +28,8 @@ PROOFS = [
         "limits.max-msgs-per-subject-discard-old", "limits.per-subject-replaces-at-max-msgs",
         "limits.discard-new-per-subject", "limits.interest-stream", "limits.workqueue-stream",
     }),
+    # the two sides of a timing rule: max_age dropped, messages never expire (above); a fifth of it, too early
+    proof("create-max-age-fifth", "limits", {"limits.max-age"}),
     proof(RETENTION_ROW, "limits,retention", {
         "limits.discard-new-per-subject", "limits.discard-new-per-subject-needs-discard-new",
         "limits.discard-new-per-subject-needs-per-subject-limit", "retention.interest-dropped-without-interest",
