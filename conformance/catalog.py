@@ -13,6 +13,14 @@ from jetcheck.records import LEVELS, SUBJECTS
 CATALOG_DIR = Path(__file__).with_name("catalog")
 _ID = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9][a-z0-9.-]*$")
 _VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+# What a MUST rule's source must name: a document (an ADR, the NATS docs or their error reference and API schemas, a
+# client's own documentation, a release note or a fixed issue). Server code alone makes a SHOULD.
+DOCUMENT = re.compile(
+    r"\bADR-\d+|docs\.nats\.io|JetStream docs|jsm\.go schema|release notes?|/(?:pull|issues)/\d+|\bPR\b|"
+    r"(?:nats\.js|nats\.go|nats-py)\b[^;]*\b(?:docs|documents|documented|README|types\.ts|godoc)|"
+    r"each client's documented",
+    re.IGNORECASE,
+)
 CHECKED_BY = ("", "durability")  # a certify check, or the command that judges the rule instead
 
 
@@ -78,6 +86,11 @@ def parse_area(text: str, origin: str) -> list[Rule]:
             raise CatalogError(f"{origin}: {rule.id}: checked_by {rule.checked_by!r} is not one of {CHECKED_BY}")
         if not rule.statement.strip() or not rule.source.strip():
             raise CatalogError(f"{origin}: {rule.id}: statement and source are required")
+        if rule.level == "MUST" and not DOCUMENT.search(rule.source):
+            raise CatalogError(
+                f"{origin}: {rule.id}: a MUST rule's source names a document (an ADR, docs.nats.io, a client's "
+                f"documentation, a release note or a fixed issue), not only server code: {rule.source!r}"
+            )
         rules.append(rule)
     return rules
 

@@ -119,11 +119,12 @@ async def test_durable_consumer_is_named_listed_and_created_idempotently(nc, nam
 
 @pytest.mark.rule("consumers.ephemeral")
 async def test_ephemeral_consumer_gets_a_name_and_is_removed_when_inactive(nc, make_stream, observe):
-    """An ephemeral consumer is named by the server and removed after inactive_threshold without activity."""
+    """An ephemeral consumer is named by the server and removed after inactive_threshold without activity, not
+    before."""
     stream = await make_stream()
-    threshold = 0.3
+    threshold = 0.5
+    started = time.monotonic()  # before the create: the consumer cannot have been inactive longer than since then
     created = await create_consumer(nc, stream.name, ack_policy="explicit", inactive_threshold=int(threshold * NS))
-    started = time.monotonic()
     name = created["name"]
     assert name, "the server gave the ephemeral consumer no name"
     assert not created["config"].get("durable_name"), f"ephemeral reported as durable: {created['config']}"
@@ -137,8 +138,13 @@ async def test_ephemeral_consumer_gets_a_name_and_is_removed_when_inactive(nc, m
         return False
 
     removed = await eventually(gone, timeout=threshold + 3.0)
-    observe("removed_after_s", round(time.monotonic() - started, 3))
+    inactive_at_most = time.monotonic() - started
+    observe("removed_after_s", round(inactive_at_most, 3))
     assert removed, f"ephemeral consumer still there {threshold + 3.0:.1f}s after a {threshold}s inactive_threshold"
+    assert inactive_at_most >= threshold, (
+        f"the ephemeral consumer was removed after at most {inactive_at_most:.3f} s without activity; its "
+        f"inactive_threshold is {threshold} s"
+    )
 
 
 # --- deliver policies --------------------------------------------------------------------------------------------

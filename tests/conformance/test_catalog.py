@@ -76,6 +76,11 @@ def test_catalog_entries_are_complete():
             'checked_by = "nobody"',
             "checked_by 'nobody'",
         ),
+        (
+            'area = "x"\n[[rule]]\nid = "x.z"\nstatement = "s."\nlevel = "MUST"\nsource = "server/stream.go"\n'
+            'since = "2.2.0"',
+            "a MUST rule's source names a document",
+        ),
     ],
 )
 def test_malformed_catalog_entries_are_refused(text, problem):

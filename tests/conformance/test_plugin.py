@@ -115,7 +115,7 @@ def test_rules_newer_than_the_servers_release_are_na_outside_its_profile(checks,
     future.mkdir()
     (future / "purge.toml").write_text(
         'area = "purge"\n[[rule]]\nid = "purge.keep"\nstatement = "s."\n'
-        'level = "MUST"\nsource = "s"\nsince = "99.0.0"\n'
+        'level = "MUST"\nsource = "ADR-10"\nsince = "99.0.0"\n'
     )
     checks.makeconftest(
         CONFTEST

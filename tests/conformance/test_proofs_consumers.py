@@ -35,6 +35,8 @@ PROOFS = [
         "consumers.durable", "consumers.ephemeral", "consumers.ack-wait-redelivery", "consumers.max-deliver",
         "consumers.in-progress",
     }),
+    # the early side of the inactive threshold (the late one: consumer-drop-inactive-threshold, above)
+    proof("consumer-threshold-tenth", "consumers", {"consumers.ephemeral"}),
     proof("pull-status-blur", "pull", {
         "pull.max-bytes", "pull.expires-timeout", "pull.no-wait-empty", "pull.no-wait-partial", "pull.max-waiting",
         "pull.max-request-batch", "pull.max-request-expires", "pull.max-request-max-bytes", "pull.consumer-deleted",
