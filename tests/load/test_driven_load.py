@@ -233,7 +233,11 @@ async def test_a_kv_run_puts_then_gets_each_key_it_put(driver, bucket, rate):
             written[int(one_key)] = int(one_revision)
         else:
             assert written.get(int(one_key)) == one_revision, "a get did not read its key's last put"
-    assert 0.4 < puts.mean() < 0.6, "puts and gets do not alternate"
+    # even operations put, odd ones get: only an operation that overflowed (open loop, max_inflight 1) or failed,
+    # or a get asked for before any put was acknowledged (it puts instead), can tip the balance, by one each
+    # (a statistical 0.4-0.6 bound failed at 0.606 on a loaded machine, where more operations overflowed)
+    tipped = abs(int(puts.sum()) - int((~puts).sum()))
+    assert tipped <= len(sub.rows) - len(rows) + 2, f"puts and gets do not alternate: {puts.sum()} puts of {len(rows)}"
 
 
 # --- jetcheck load --client X ---------------------------------------------------------------------------------------
