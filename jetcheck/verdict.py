@@ -202,8 +202,8 @@ class RunVerdict:
 
     def exit_code(self, strict: bool = True) -> int:
         """certify's exit code: 0 conforms, 1 a MUST rule failed, 2 incomplete, 4 not certified (most MUST rules of
-        the profile did not run), 130 interrupted. Without
-        `strict` (`jetcheck run`'s default) a complete run exits 0 whatever it found."""
+        the profile did not run), 130 interrupted. Without `strict` (`jetcheck run`'s default) a complete run exits
+        0 whatever it found."""
         if self.interrupted:
             return EXIT_INTERRUPTED
         if not self.complete:
