@@ -150,7 +150,7 @@ class SubjectVerdict:
                 f"not certified: {self.must_not_run} of its {self.must_in_profile} MUST rules in the profile did "
                 f"not run, {rules}"
             )
-        elif self.complete and (self.not_run or self.cannot_support):
+        elif self.complete and (self.not_run or self.must_not_run):
             # a subject of which only some rules of its profile were checked conforms in those, not as a whole
             ran = self.rules - self.out_of_profile - self.not_run - self.cannot_support
             head = f"conforms in the {ran} {'rule' if ran == 1 else 'rules'} that ran, {rules}"
