@@ -69,10 +69,14 @@ def rule_statuses(results: Iterable[CheckResult]) -> dict[str, str]:
     return {rule: worst_status(statuses) for rule, statuses in by_rule.items()}
 
 
+def outside_profile(result: CheckResult) -> bool:
+    """Whether a check is `na` because its rule is newer than the run's profile (a rule the run did not owe)."""
+    return result.status == "na" and result.message.startswith(OUT_OF_PROFILE)
+
+
 def did_not_run(result: CheckResult) -> bool:
-    """Whether a check of its profile did not run: skipped, or `na` for what the target cannot do (an `na` for a
-    rule outside the profile is not a rule the run owed)."""
-    return result.status == "skip" or (result.status == "na" and not result.message.startswith(OUT_OF_PROFILE))
+    """Whether a check of its profile did not run: skipped, or `na` for what the target cannot do."""
+    return result.status in ("skip", "na") and not outside_profile(result)
 
 
 def _count(number: int, singular: str, plural: str) -> str:
@@ -111,7 +115,7 @@ class SubjectVerdict:
     @property
     def certified(self) -> bool:
         """Whether enough of the profile's MUST rules ran for a verdict on the subject (see the module)."""
-        return self.must_not_run * 2 <= self.must_in_profile and self.must_in_profile > self.must_not_run
+        return self.must_in_profile > 0 and self.must_not_run * 2 <= self.must_in_profile
 
     @property
     def must_failing_rules(self) -> int:
@@ -272,7 +276,7 @@ def judge(
         by_rule = rule_statuses(of_subject)
         statuses = list(by_rule.values())
         failing = [r for r in of_subject if r.status in FAILING]
-        out_of_profile = {r.id for r in of_subject if r.status == "na" and r.message.startswith(OUT_OF_PROFILE)}
+        out_of_profile = {r.id for r in of_subject if outside_profile(r)}
         must = {r.id for r in of_subject if r.level == "MUST"} - out_of_profile
         subjects.append(
             SubjectVerdict(
