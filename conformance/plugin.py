@@ -34,7 +34,7 @@ from hypothesis import HealthCheck, settings
 
 import jetcheck
 from jetcheck.errors import ConfigError
-from jetcheck.fixtures import whole_loops
+from jetcheck.fixtures import sticky_cancel, whole_loops
 from jetcheck.fixtures.children import interrupt_on_sigterm
 from jetcheck.fixtures.cleanup import RunLedger, claim_prefix, create_anchor, delete_created_streams, run_marker
 from jetcheck.fixtures.errors import TargetError
@@ -316,6 +316,8 @@ def pytest_runtestloop(session: pytest.Session) -> None:
         session.config.add_cleanup(lambda: signal.signal(signal.SIGTERM, previous))
         # every check makes and closes a loop: an interrupt must not leave one half made (fixtures.whole_loops)
         session.config.add_cleanup(whole_loops.install())
+        # nor a timeout a check waits on lost, its cancellation swallowed by a reply (fixtures.sticky_cancel)
+        session.config.add_cleanup(sticky_cancel.install())
 
 
 def _na_reason(rule: Rule, item: pytest.Item, run: RunRecord) -> str:

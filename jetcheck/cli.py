@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import NoReturn
 
 from jetcheck import __version__
-from jetcheck.fixtures import whole_loops
+from jetcheck.fixtures import sticky_cancel, whole_loops
 from jetcheck.fixtures.children import PARENT_SAYS_INTERRUPTED, interrupt_on_sigterm
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.options import resolve_arguments
@@ -128,9 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM takes Ctrl-C's path: children stopped, what the run created removed, exit 130
     previous_sigterm = interrupt_on_sigterm()
     put_loops_back = whole_loops.install()  # an interrupt never leaves an event loop half made
+    put_wait_for_back = sticky_cancel.install()  # nor a task it cancelled running on
     try:
         return _guarded(parse_and_run)
     finally:
+        put_wait_for_back()
         put_loops_back()
         signal.signal(signal.SIGTERM, previous_sigterm)
 

@@ -315,9 +315,14 @@ async def _session(
             consumer_error = await _consumer_answers(admin)
             if not consumer_error:
                 await _drain(admin)
-        finally:
-            stop_consuming.set()
-            await consuming
+        except BaseException:
+            # interrupted (Ctrl-C and SIGTERM cancel this task) or failed: the consumer's fetch under way is not
+            # waited out (load.durability.FETCH_WAIT_S, on a busy machine longer than an interrupt's 5 s to stop)
+            consuming.cancel()
+            await asyncio.wait([consuming])
+            raise
+        stop_consuming.set()
+        await consuming
         states = await _agreeing_states(nodes)
         reference = await _leader(admin) or nodes[0].name
         reads, unreadable = {}, {}

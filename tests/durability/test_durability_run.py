@@ -3,16 +3,26 @@ that the report's reader and the verdict take as any other; and nothing left beh
 
 from __future__ import annotations
 
+import asyncio
 import json
 import tempfile
+import time
 
+import nats.errors
+import nats.js.errors
 import psutil
+import pytest
 
 from jetcheck import cli
 from jetcheck import durability as command
 from jetcheck.conformance.catalog import rules_checked_by
+from jetcheck.fixtures import sticky_cancel
+from jetcheck.fixtures.binaries import wheel_binary
 from jetcheck.fixtures.cluster_faults import PROCESS_FAULTS, describe, plan_faults
 from jetcheck.fixtures.errors import TargetError
+from jetcheck.fixtures.providers import ClusterProvider
+from jetcheck.fixtures.target import Target
+from jetcheck.load import durability as workload
 from jetcheck.records import HISTORY_DIR, RESULTS_FILE, RUN_FILE, FaultRecord, PublishRecord, read_history
 from jetcheck.reports.inputs import resolve
 
@@ -50,6 +60,50 @@ def test_a_short_run_with_one_leader_kill_judges_every_durability_rule(tmp_path,
     assert sum(p.outcome == "ok" for p in publishes) > 100
     assert json.loads((out / RUN_FILE).read_text())["options"]["seed"] == 7
     assert (out / RESULTS_FILE).is_file()
+
+
+def test_an_interrupted_session_does_not_wait_out_its_consumers_fetch(monkeypatch):
+    """Cancelled as Ctrl-C and SIGTERM cancel it, the session ends at once, not when the fetch its consumer has
+    waiting on the server expires (here made 60 s long; an interrupted command has 5 s to stop)."""
+    monkeypatch.setattr(workload, "FETCH_WAIT_S", 60.0)
+    monkeypatch.setattr(asyncio, "wait_for", sticky_cancel.wait_for)  # as in every jetcheck command
+    provider = ClusterProvider(wheel_binary(SERVER_VERSION))
+    provider.start()
+
+    async def cancelled_while_fetching() -> float:
+        no_faults: list = []
+        session = asyncio.create_task(
+            command._session(provider.nodes, no_faults, workload.WorkloadPlan(duration_s=300.0), 7, None)
+        )
+        observer = await Target(provider.nodes[0].url).connect()
+        try:
+            async with asyncio.timeout(60.0):  # a session that never fetches is an error, not a hang
+                while not await _pull_waiting(observer):
+                    assert not session.done(), session
+                    await asyncio.sleep(0.05)
+        finally:
+            await observer.close()
+        session.cancel()
+        started = time.monotonic()
+        with pytest.raises(asyncio.CancelledError):
+            await session
+        return time.monotonic() - started
+
+    try:
+        took = asyncio.run(cancelled_while_fetching())
+    finally:
+        provider.stop()
+    assert took < 10.0, f"the cancelled session took {took:.1f} s to end"
+
+
+async def _pull_waiting(nc) -> bool:
+    """The run's consumer has a pull request waiting on the server (not yet: no consumer, or a cluster still electing
+    the leader that answers)."""
+    try:
+        info = await nc.jetstream(timeout=1.0).consumer_info(command.STREAM, command.CONSUMER)
+    except (nats.js.errors.NotFoundError, nats.errors.TimeoutError):
+        return False
+    return info.num_waiting > 0
 
 
 def run_with_failing_session(tmp_path, monkeypatch, capsys, argv: list[str], look) -> None:
