@@ -159,12 +159,26 @@ async def reset_by_gap(client, proxied, js, stream, s, observe, **options):
     return sub, got
 
 
+# ADR-17 (Consumer Configuration Checks) for an ordered push subscription's consumer, whatever a client's table says
+ADR17_PUSH_CONFIG = {
+    "durable_name": None,
+    "ack_policy": "none",
+    "max_deliver": 1,
+    "flow_control": True,
+    "mem_storage": True,
+    "num_replicas": 1,
+}
+# what every client's table declares for its ordered consumer, of either kind (tests/clients checks the tables)
+ORDERED_KEYS = ("durable_name", "ack_policy", "max_deliver", "mem_storage", "num_replicas")
+
+
 def documented_config(client, heartbeat_s: float) -> dict:
-    """The consumer config the client documents for its ordered consumer (a push one also carries the heartbeat)."""
+    """The consumer config the client documents for its ordered consumer; a push one has ADR-17's settings and the
+    heartbeat, which no table can loosen."""
     docs = client.documented
     wanted = dict(docs.ordered_config)
     if docs.ordered_kind == "push":
-        wanted["idle_heartbeat"] = round(heartbeat_s * NS)
+        wanted.update(ADR17_PUSH_CONFIG, idle_heartbeat=round(heartbeat_s * NS))
     return wanted
 
 

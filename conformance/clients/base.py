@@ -74,6 +74,9 @@ class Documented:
     push_queue: str = "argument"
     # Whether its object store watch offers updates-only (nats-py's and nats.go's docs do; ADR-20 lists no such option).
     object_watch_updates_only: bool = True
+    # Where the client documents each entry above (field name -> its docs, or the source file and function that does
+    # it): a table of facts about someone else's client says where each fact comes from (tests/clients checks it).
+    sources: Mapping[str, str] = field(default_factory=dict)
 
     def idle_heartbeat(self, wanted: float) -> float:
         """The idle heartbeat a check asks for: `wanted`, raised to the smallest the client documents it accepts."""

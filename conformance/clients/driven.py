@@ -54,6 +54,23 @@ JS_DOCUMENTED = Documented(
     push_queue="consumer",
     # @nats-io/obj lib/types.d.ts: watch(opts?: Partial<{ignoreDeletes?: boolean; includeHistory?: boolean}>)
     object_watch_updates_only=False,
+    sources={
+        "ordered_idle_heartbeat_s": "@nats-io/jetstream lib/consumer.ts: consume() defaults expires to 30 s and "
+        "idle_heartbeat to half of it",
+        "missed_heartbeats": "@nats-io/jetstream lib/types.ts ConsumerEvents.HeartbeatsMissed ('data is the number "
+        "of missed heartbeats'), README 'Processing messages' (status())",
+        "heartbeat_behaviour": "@nats-io/jetstream README: heartbeats missed are notified; consume() goes on",
+        "min_idle_heartbeat_s": "@nats-io/jetstream lib/consumer.ts: idle_heartbeat clamped to 500-30000 ms",
+        "below_min_heartbeat": "@nats-io/jetstream lib/consumer.ts: a smaller idle_heartbeat is raised to 500 ms",
+        "missed_heartbeats_after": "@nats-io/jetstream lib/consumer.ts: HeartbeatsMissed after 2 intervals",
+        "ordered_kind": "@nats-io/jetstream lib/jsmstream_api.js ordered(): ordered consumers are pull consumers",
+        "ordered_config": "@nats-io/jetstream lib/consumer.js getConsumerOpts(): ack none, max_deliver 1, "
+        "mem_storage, num_replicas 1, inactive_threshold 5 min, no durable",
+        "consumes": "@nats-io/jetstream README: consume() on a pull consumer",
+        "push_queue": "@nats-io/jetstream lib/pushconsumer.ts consume(): queue is the consumer info's deliver_group",
+        "object_watch_updates_only": "@nats-io/obj lib/types.ts ObjectStore.watch(opts: ignoreDeletes, "
+        "includeHistory): no updates-only",
+    },
 )
 
 GO_DOCUMENTED = Documented(
@@ -65,10 +82,12 @@ GO_DOCUMENTED = Documented(
     min_idle_heartbeat_s=0.5,
     below_min_heartbeat="refused",  # PullHeartbeat: an error below 500 ms (FetchHeartbeat has no minimum)
     ordered_kind="pull",
-    # jetstream/ordered.go getConsumerConfig(): no MaxDeliver (not checked); InactiveThreshold 5 min unless given.
+    # jetstream/ordered.go getConsumerConfig(): no MaxDeliver, so the server's -1; InactiveThreshold 5 min unless
+    # given. ADR-17's max_deliver 1 is for ordered push subscriptions, which nats.go's jetstream package has none of.
     ordered_config={
         "durable_name": None,
         "ack_policy": "none",
+        "max_deliver": -1,
         "mem_storage": True,
         "num_replicas": 1,
         "inactive_threshold": 300 * NS,
@@ -76,6 +95,24 @@ GO_DOCUMENTED = Documented(
     consumes="pull",  # Consume()/Messages() on a pull consumer
     # jetstream/push.go Consume(): QueueSubscribe on the consumer info's DeliverGroup when it has one.
     push_queue="consumer",
+    sources={
+        "ordered_idle_heartbeat_s": "jetstream/pull.go: unordered and ordered Consume() default to a 5 s heartbeat "
+        "(30 s expiry)",
+        "missed_heartbeats": "jetstream/jetstream.go ErrNoHeartbeat ('no heartbeat received'); pull.go "
+        "ConsumeErrHandler, MessagesContext.Next()",
+        "heartbeat_behaviour": "jetstream/pull.go: Consume() resets its pull request on ErrNoHeartbeat; Fetch() "
+        "returns it",
+        "min_idle_heartbeat_s": "jetstream/pull.go PullHeartbeat: 'idle heartbeat has to be greater than 500ms'",
+        "below_min_heartbeat": "jetstream/pull.go PullHeartbeat: an error below 500 ms",
+        "missed_heartbeats_after": "jetstream/pull.go: ErrNoHeartbeat after 2 idle heartbeat intervals",
+        "ordered_kind": "jetstream/ordered.go orderedConsumer: a pull consumer (CreateOrUpdateConsumer)",
+        "ordered_config": "jetstream/ordered.go getConsumerConfig: AckNonePolicy, InactiveThreshold 5 min, Replicas "
+        "1, MemoryStorage, no Durable, no MaxDeliver",
+        "consumes": "jetstream/pull.go Consume()/Messages() on a pull consumer",
+        "push_queue": "jetstream/push.go Consume(): QueueSubscribe on the consumer info's DeliverGroup",
+        "object_watch_updates_only": "jetstream/object.go ObjectStore.Watch(ctx, ...WatchOpt): UpdatesOnly() is one "
+        "of its options",
+    },
 )
 
 DRIVEN = {

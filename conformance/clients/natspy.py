@@ -62,6 +62,25 @@ DOCUMENTED = Documented(
         "num_replicas": 1,
     },
     consumes="push",  # nats-py has no continuous pull consumption (consume()/messages()) to certify
+    sources={
+        "ordered_idle_heartbeat_s": "nats/js/client.py JetStreamContext.subscribe: ordered_consumer takes "
+        "config.idle_heartbeat or 5",
+        "missed_heartbeats": "nats/js/client.py: only an ordered subscription's _JSI watches heartbeats "
+        "(check_flow_control_response, reset_ordered_consumer); nothing reaches the application",
+        "heartbeat_behaviour": "nats/js/client.py _JSI.reset_ordered_consumer; PullSubscription._fetch_n "
+        "(FetchTimeoutError once a heartbeat came)",
+        "min_idle_heartbeat_s": "nats/js/api.py ConsumerConfig.idle_heartbeat: no minimum documented or enforced",
+        "below_min_heartbeat": "nats/js/api.py ConsumerConfig.idle_heartbeat: no minimum, so nothing below it",
+        "missed_heartbeats_after": "not reported at all (missed_heartbeats); ADR-37's 2 stands",
+        "ordered_kind": "nats/js/client.py JetStreamContext.subscribe(ordered_consumer=True): a push subscription "
+        "(pull_subscribe has no ordered mode)",
+        "ordered_config": "nats/js/client.py JetStreamContext.subscribe: ordered_consumer sets flow_control, "
+        "ack_policy none, max_deliver 1, idle_heartbeat, num_replicas 1, mem_storage; no durable",
+        "consumes": "nats/js/client.py: pull_subscribe().fetch() only, no consume() or messages()",
+        "push_queue": "nats/js/client.py JetStreamContext.subscribe(queue=): 'cannot create a queue subscription "
+        "{queue} for a consumer with a deliver group {deliver_group}'",
+        "object_watch_updates_only": "nats/js/object_store.py ObjectStore.watch(updates_only=False)",
+    },
 )
 
 

@@ -86,6 +86,10 @@ PROOFS = [
             "push.queue-group-enforced",
         },
     ),
+    # the two sides of the ephemeral push consumer's inactive threshold: removed too early, or only at the server's
+    # 5 s default
+    proof("consumer-threshold-tenth", "push", {"push.ephemeral"}),
+    proof("consumer-drop-inactive-threshold", "push", {"push.ephemeral"}),
 ]
 
 
