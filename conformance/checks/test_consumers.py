@@ -197,6 +197,25 @@ async def test_deliver_by_start_time_starts_at_the_first_message_at_that_time(nc
     assert _seqs(await _fetch(nc, stream, consumer, 2)) == [2, 3], f"start time {second}"
 
 
+@pytest.mark.rule("consumers.deliver-by-start-time")
+async def test_deliver_by_start_time_starts_at_that_time_when_later_messages_were_deleted(nc, js, names, make_stream):
+    """Deliver policy by_start_time starts at the first message at or after opt_start_time, also when messages
+    stored after it were deleted."""
+    stream = await make_stream()
+    await _publish(js, stream, *["a"] * 10)
+    for seq in range(4, 8):
+        await api(nc, f"$JS.API.STREAM.MSG.DELETE.{stream.name}", {"seq": seq})
+    second = (await api(nc, f"$JS.API.STREAM.MSG.GET.{stream.name}", {"seq": 2}))["message"]["time"]
+    consumer = await _consumer(nc, names, stream, deliver_policy="by_start_time", opt_start_time=second)
+    pending = (await consumer_info(nc, stream.name, consumer))["num_pending"]
+    delivered = _seqs(await _fetch(nc, stream, consumer, 5))
+    assert (pending, delivered) == (5, [2, 3, 8, 9, 10]), (
+        f"10 messages, 4-7 deleted, opt_start_time the time of message 2: documented to start at message 2 "
+        f"(num_pending 5, deliveries [2, 3, 8, 9, 10]); the consumer had num_pending {pending} and delivered "
+        f"{delivered}"
+    )
+
+
 @pytest.mark.rule("consumers.deliver-last-per-subject")
 async def test_deliver_last_per_subject_delivers_each_subjects_last_message(nc, js, names, make_stream):
     """Deliver policy last_per_subject delivers the last message of each matching subject, then new ones."""
@@ -206,6 +225,32 @@ async def test_deliver_last_per_subject_delivers_each_subjects_last_message(nc, 
     assert _seqs(await _fetch(nc, stream, consumer, 2)) == [2, 3]
     await _publish(js, stream, "b")
     assert _seqs(await _fetch(nc, stream, consumer, 1)) == [4]
+
+
+@pytest.mark.rule("consumers.last-per-subject-pending")
+async def test_last_per_subject_pending_stays_right_after_a_filter_update_on_memory(nc, js, names, make_stream):
+    """A last_per_subject consumer on a memory stream counts one pending message per subject still to come, also
+    after a filter update recounts it."""
+    stream = await make_stream(storage="memory")
+    # k.A x10 (1-10), k.B 11, k.C 12, k.D 13, k.B 14, 200 outside the filter (15-214), k.C 215
+    await _publish(js, stream, *["k.A"] * 10, "k.B", "k.C", "k.D", "k.B", *["bar"] * 200, "k.C")
+    config = {
+        "durable_name": names.consumer(),
+        "ack_policy": "explicit",
+        "deliver_policy": "last_per_subject",
+        "filter_subject": stream.subject("k", "*"),
+    }
+    created = await create_consumer(nc, stream.name, **config)
+    consumer = created["name"]
+    assert created["num_pending"] == 4, f"last messages of k.A, k.B, k.C, k.D pending: {created['num_pending']}"
+    assert _seqs(await _fetch(nc, stream, consumer, 2)) == [10, 13]
+    want = {"num_pending": 2}
+    assert await _info_reaches(nc, stream, consumer, want) == want, "k.B (14) and k.C (215) are left"
+    updated = await create_consumer(nc, stream.name, **{**config, "filter_subject": stream.subject("k", ">")})
+    assert updated["num_pending"] == 2, (
+        "after delivering 10 and 13, only the last messages of k.B (14) and k.C (215) are left, and a filter "
+        f"update from k.* to k.> matches the same messages; num_pending after it is {updated['num_pending']}, not 2"
+    )
 
 
 START_TIME = "2024-01-01T00:00:00Z"
@@ -277,6 +322,26 @@ async def test_ack_policy_cannot_be_updated(nc, names, make_stream):
     assert rejected.value.description == "ack policy can not be updated", str(rejected.value)
     assert (rejected.value.code, rejected.value.err_code) == (500, 10012), str(rejected.value)
     assert (await consumer_info(nc, stream.name, name))["config"]["ack_policy"] == "explicit"
+
+
+@pytest.mark.rule("consumers.mem-storage-immutable")
+async def test_mem_storage_cannot_be_updated(nc, names, make_stream):
+    """Updating a durable consumer's mem_storage is rejected with 500/10012 and the setting stays."""
+    stream = await make_stream()
+    name = names.consumer()
+    await create_consumer(nc, stream.name, durable_name=name, ack_policy="explicit")
+    try:
+        await create_consumer(nc, stream.name, durable_name=name, ack_policy="explicit", mem_storage=True)
+    except ApiError as exc:
+        refused: tuple[int, int] | None = (exc.code, exc.err_code)
+        answer = f"rejected with {exc.code}/{exc.err_code}"
+    else:
+        refused, answer = None, "accepted"
+    kept = (await consumer_info(nc, stream.name, name))["config"].get("mem_storage", False)
+    assert (refused, kept) == ((500, 10012), False), (
+        "mem_storage is documented as not editable: an update from false to true must be rejected (500/10012) and "
+        f"leave it false; the update was {answer} and consumer info reports mem_storage {kept}"
+    )
 
 
 # --- acknowledgements and redelivery -----------------------------------------------------------------------------

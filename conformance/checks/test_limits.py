@@ -211,6 +211,20 @@ async def test_lowering_max_msgs_on_update_trims_the_stream(js, nc, make_stream)
     assert (state.messages, state.first_seq, state.last_seq) == (2, 4, 5), f"state: {state}"
 
 
+@pytest.mark.rule("limits.per-subject-limit-set-by-update")
+async def test_setting_max_msgs_per_subject_by_update_trims_every_subject(js, nc, make_stream):
+    """Setting max_msgs_per_subject 1 by update on a stream created without one leaves each subject its newest."""
+    stream = await make_stream()
+    await _publish_all(js, stream, "a", "a", "a", "b")
+    await api(nc, f"$JS.API.STREAM.UPDATE.{stream.name}", {**stream.config, "max_msgs_per_subject": 1})
+    state = await stream_state(nc, stream.name)
+    assert (state.messages, state.first_seq, state.last_seq) == (2, 3, 4), (
+        f"max_msgs_per_subject set to 1 by update on 3 messages of one subject and 1 of another: the docs make the "
+        f"limit editable and applied at once (each subject keeps its newest, 2 messages from seq 3); the stream "
+        f"holds {state.messages} from seq {state.first_seq}"
+    )
+
+
 @pytest.mark.rule("limits.interest-stream")
 async def test_limits_apply_on_an_interest_stream(js, nc, make_stream, names):
     """An Interest stream with max_msgs 2 and an interested consumer keeps only the newest two messages."""

@@ -68,6 +68,32 @@ async def test_expected_last_subject_sequence_uses_stream_sequences_and_zero_for
     assert ack.seq == 4, "after purging the subject, 0 must mean 'no message on this subject'"
 
 
+@pytest.mark.rule("publish.expected-last-subject-sequence-subject")
+async def test_expected_last_subject_sequence_of_another_subject_holds_in_any_header_order(js, make_stream):
+    """With Expected-Last-Subject-Sequence-Subject the sequence expected is that subject's, in either header order."""
+    stream = await make_stream()
+    a, b = stream.subject("a"), stream.subject("b")
+    await js.publish(a, b"1")  # seq 1, the last (and only) message on `a`
+    wrong = {"Nats-Expected-Last-Subject-Sequence-Subject": a, "Nats-Expected-Last-Subject-Sequence": "5"}
+    right = {"Nats-Expected-Last-Subject-Sequence-Subject": a, "Nats-Expected-Last-Subject-Sequence": "1"}
+    for headers in (wrong, dict(reversed(wrong.items()))):
+        outcome = await _outcome(js.publish(b, b"2", headers=headers))
+        assert outcome == (400, 10071), (
+            f"a publish to {b} expecting {a}'s last sequence to be 5 (it is 1), headers in the order {list(headers)}: "
+            f"the docs have the server enforce the sequence against {a} and refuse with 400/10071; it was {outcome}"
+        )
+    assert await _outcome(js.publish(b, b"2", headers=right)) == "stored at 2"
+
+
+async def _outcome(publish) -> tuple[int, int] | str:
+    """(code, err_code) of a refused publish, or where the stored one went."""
+    try:
+        ack = await publish
+    except BadRequestError as exc:
+        return exc.code, exc.err_code
+    return f"stored at {ack.seq}"
+
+
 @pytest.mark.rule("publish.expected-last-msg-id")
 async def test_expected_last_msg_id_mismatch_is_rejected_with_10070(js, nc, make_stream):
     """A publish expecting another last Nats-Msg-Id is rejected with 400/10070 and not stored."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jetcheck.conformance.jsapi import ApiError, purge, stream_state
+from jetcheck.conformance.jsapi import ApiError, api, purge, stream_state
 from jetcheck.conformance.model import StreamState
 
 pytestmark = pytest.mark.asyncio
@@ -91,6 +91,21 @@ async def test_purge_with_keep_leaves_the_newest_messages(js, nc, make_stream):
     reply, state = await _purge_and_state(nc, stream, keep=2)
     assert reply["purged"] == 4
     assert state == _state(stream, 2, 5, {"a": 1, "c.y": 1})
+
+
+@pytest.mark.rule("purge.keep")
+async def test_purge_with_keep_counts_messages_not_the_deleted_sequences_between(js, nc, make_stream):
+    """A purge with keep 5 on a memory stream whose even sequences were deleted leaves its newest 5 messages."""
+    stream = await make_stream(storage="memory")
+    for _ in range(50):
+        await js.publish(stream.subject("a"), b"m")
+    for seq in range(2, 51, 2):
+        await api(nc, f"$JS.API.STREAM.MSG.DELETE.{stream.name}", {"seq": seq})
+    reply, state = await _purge_and_state(nc, stream, keep=5)
+    assert (reply["purged"], state.messages, state.first_seq) == (20, 5, 41), (
+        f"purge keep 5 of the 25 odd sequences 1-49 on memory storage: ADR-10 keeps the newest 5 messages (purged 20, "
+        f"5 left from seq 41); it purged {reply['purged']}, leaving {state.messages} from seq {state.first_seq}"
+    )
 
 
 @pytest.mark.rule("purge.keep-at-least-count")

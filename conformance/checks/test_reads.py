@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import json
 
 import nats.errors
@@ -50,6 +51,47 @@ async def _direct(nc, subject: str, body: dict | None = None):
 
 def _status(msg) -> str | None:
     return (msg.headers or {}).get("Status")
+
+
+async def _direct_replies(nc, stream, body: dict) -> tuple[list[int], str | None]:
+    """Send one DIRECT.GET request; the sequences it answers with and the status that ends it (None: none came).
+
+    A request without batch or multi_last is answered with one message or one status, so reading stops there.
+    """
+    single = "batch" not in body and "multi_last" not in body
+    inbox = nc.new_inbox()
+    sub = await nc.subscribe(inbox)
+    try:
+        await nc.publish(f"$JS.API.DIRECT.GET.{stream.name}", json.dumps(body).encode(), reply=inbox)
+        seqs: list[int] = []
+        while True:
+            try:
+                msg = await sub.next_msg(timeout=DIRECT_TIMEOUT_S)
+            except nats.errors.TimeoutError:
+                return seqs, None
+            if _status(msg) is not None:
+                return seqs, _status(msg)
+            seqs.append(int(msg.headers["Nats-Sequence"]))
+            if single:
+                return seqs, None
+    finally:
+        await sub.unsubscribe()
+
+
+async def _stored_time(nc, stream, seq: int) -> dt.datetime:
+    """The server's timestamp of message `seq` (RFC 3339 with nanoseconds, cut to microseconds)."""
+    stamp = (await _get(nc, stream, seq=seq))["time"].rstrip("Z")
+    whole, _, fraction = stamp.partition(".")
+    return dt.datetime.fromisoformat(f"{whole}.{fraction[:6].ljust(6, '0')}").replace(tzinfo=dt.UTC)
+
+
+def _rfc3339(moment: dt.datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _answer(seqs: list[int], status: str | None) -> str:
+    messages = f"messages {seqs}" if seqs else "no message"
+    return f"{messages}, then status {status}" if status else f"{messages} and no status"
 
 
 async def _delete(nc, stream, seq: int, **request) -> dict:
@@ -140,6 +182,52 @@ async def test_direct_get_of_a_missing_message_answers_404(js, nc, make_stream):
         msg = await _direct(nc, api_subject, body)
         assert (_status(msg), msg.data) == ("404", b""), f"{body}: status {_status(msg)}, payload {msg.data!r}"
     assert _status(await _direct(nc, api_subject)) == "408"
+
+
+@pytest.mark.rule("reads.direct-get-start-time-after-last")
+async def test_a_direct_get_with_a_start_time_after_the_last_message_finds_none(js, nc, make_stream):
+    """On a memory stream holding one message, a direct get with start_time after it answers 404."""
+    stream = await make_stream(storage="memory", allow_direct=True)
+    await js.publish(stream.subject("a"), b"one")
+    after = _rfc3339(await _stored_time(nc, stream, 1) + dt.timedelta(seconds=1))
+    for body in ({"start_time": after}, {"start_time": after, "next_by_subj": stream.subject("a"), "batch": 1}):
+        seqs, status = await _direct_replies(nc, stream, body)
+        assert (seqs, status) == ([], "404"), (
+            f"{body}: a start time after the last message (seq 1) matches no message, documented answer 404; "
+            f"got {_answer(seqs, status)}"
+        )
+
+
+@pytest.mark.rule("reads.direct-get-multi-last-up-to-time-before-first")
+async def test_a_multi_last_up_to_a_time_before_the_first_message_finds_none(js, nc, make_stream):
+    """A direct get multi_last with up_to_time before the stream's first message answers 404."""
+    stream = await _filled(js, make_stream, allow_direct=True)
+    before = _rfc3339(await _stored_time(nc, stream, 1) - dt.timedelta(seconds=1))
+    body = {"multi_last": [stream.subject("a")], "up_to_time": before}
+    seqs, status = await _direct_replies(nc, stream, body)
+    assert (seqs, status) == ([], "404"), (
+        f"{body}: no message is stored up to a time before the first one, documented answer 404; "
+        f"got {_answer(seqs, status)}"
+    )
+
+
+@pytest.mark.rule("reads.direct-get-batch-from-deleted-sequence")
+async def test_a_batched_direct_get_from_a_deleted_sequence_returns_the_messages_after_it(js, nc, make_stream):
+    """A batched direct get whose start seq was purged or deleted returns the stored messages after it, then 204."""
+    stream = await make_stream(allow_direct=True)
+    for token in ("a", "b", "c"):
+        await js.publish(stream.subject(token), b"purged")
+    await api(nc, f"$JS.API.STREAM.PURGE.{stream.name}")
+    for token in ("d", "e", "f"):  # sequences 4, 5 and 6
+        await js.publish(stream.subject(token), b"stored")
+    await _delete(nc, stream, 5)
+    for start, expected in ((1, [4, 6]), (5, [6])):
+        body = {"seq": start, "batch": 10}
+        seqs, status = await _direct_replies(nc, stream, body)
+        assert (seqs, status) == (expected, "204"), (
+            f"{body} with 1-3 purged and 5 deleted: documented the messages from seq {start} on, {expected}, "
+            f"then 204 EOB; got {_answer(seqs, status)}"
+        )
 
 
 @pytest.mark.rule("reads.direct-get-needs-allow-direct")

@@ -82,6 +82,21 @@ async def test_interest_is_held_by_matching_consumers_only(js, nc, make_stream, 
     assert (await stream_state(nc, stream.name)).subjects == {stream.subject("b"): 1}
 
 
+@pytest.mark.rule("retention.interest-rollup")
+async def test_a_rollup_no_consumer_wants_still_purges_an_interest_stream(js, nc, make_stream, names):
+    """On an Interest stream, a Nats-Rollup: all message on a subject no consumer filters purges every earlier one."""
+    stream = await make_stream(retention="interest", allow_rollup_hdrs=True)
+    await _consumer(nc, stream, names.consumer(), filter_subject=stream.subject("a"))
+    await js.publish(stream.subject("a"), b"kept until the rollup")
+    await js.publish(stream.subject("b"), b"rollup", headers={"Nats-Rollup": "all"})
+    purged = await _messages_become(nc, stream, 0)
+    state = await stream_state(nc, stream.name)
+    assert purged, (
+        f"a Nats-Rollup: all message no consumer is interested in: the docs have it purge the whole stream (its own "
+        f"interest aside); {state.messages} message(s) still stored from seq {state.first_seq}"
+    )
+
+
 @pytest.mark.rule("retention.workqueue-removed-on-ack")
 async def test_workqueue_message_goes_when_acked(js, nc, make_stream, names):
     """Of two delivered WorkQueue messages, the acknowledged one goes and the other stays."""

@@ -13,17 +13,18 @@ from jetcheck.conformance.catalog import load_catalog
 from jetcheck.records import CheckResult
 from jetcheck.versions import parse_version
 
-from .proofs import certify_run
+from .proofs import certify_run, check_name
 from .test_catalog import check_rule_ids
 
 
 @dataclass(frozen=True)
 class ReleasePair:
     """`buggy` is the last release with the bug, `fixed` the first with its fix; `bug` is the fix (its pull request
-    or issue), which the rule's source cites; the failure on `buggy` carries `reason`."""
+    or issue), which the rule's source cites. On `buggy` the check instance `check` fails, its message carrying
+    `reason`; on `fixed` every instance of its function passes. A pair proves `check` can fail (proof_gate)."""
 
     rule: str
-    check: str  # the check function, as conformance/checks names it
+    check: str  # as certify names it inside the checks folder: test_purge.py::test_x[file]
     buggy: str
     fixed: str
     bug: str
@@ -33,15 +34,51 @@ class ReleasePair:
     def id(self) -> str:
         return f"{self.rule}@{self.buggy}..{self.fixed}"
 
+    @property
+    def function(self) -> str:
+        return self.check.split("::")[1].split("[")[0]
+
 
 PAIRS = [
     ReleasePair(
         "purge.seq-one",
-        "test_purge_with_seq_one_removes_nothing",
+        "test_purge.py::test_purge_with_seq_one_removes_nothing[file]",
         "2.14.1",
         "2.14.2",
         "nats-server#8241",
         "purge seq=1 on file storage removed 6 of 6 messages",
+    ),
+    ReleasePair(
+        "purge.keep",
+        "test_purge.py::test_purge_with_keep_counts_messages_not_the_deleted_sequences_between",
+        "2.14.1",
+        "2.14.2",
+        "nats-server#8241",
+        "it purged 23, leaving 2 from seq 47",
+    ),
+    ReleasePair(
+        "limits.per-subject-limit-set-by-update",
+        "test_limits.py::test_setting_max_msgs_per_subject_by_update_trims_every_subject",
+        "2.14.1",
+        "2.14.2",
+        "nats-server#8254",
+        "the stream holds 4 from seq 1",
+    ),
+    ReleasePair(
+        "publish.expected-last-subject-sequence-subject",
+        "test_publish.py::test_expected_last_subject_sequence_of_another_subject_holds_in_any_header_order",
+        "2.11.6",
+        "2.11.7",
+        "nats-server#7065",
+        "refuse with 400/10071; it was stored at 2",
+    ),
+    ReleasePair(
+        "retention.interest-rollup",
+        "test_retention.py::test_a_rollup_no_consumer_wants_still_purges_an_interest_stream",
+        "2.12.7",
+        "2.12.8",
+        "nats-server#8019",
+        "1 message(s) still stored from seq 1",
     ),
 ]
 
@@ -56,7 +93,7 @@ def certified(tmp_path_factory):
 
     @functools.cache
     def results_of(version: str) -> tuple[CheckResult, ...]:
-        checks = sorted({pair.check for pair in PAIRS if version in (pair.buggy, pair.fixed)})
+        checks = sorted({pair.function for pair in PAIRS if version in (pair.buggy, pair.fixed)})
         _code, results, output = certify_run(
             "local",
             tmp_path_factory.mktemp(f"release-{version}"),
@@ -70,21 +107,24 @@ def certified(tmp_path_factory):
     return results_of
 
 
-def of_pair(results: tuple[CheckResult, ...], pair: ReleasePair) -> list[CheckResult]:
-    return [r for r in results if r.id == pair.rule and r.check.split("::")[-1].split("[")[0] == pair.check]
+def instances(results: tuple[CheckResult, ...], function: str) -> dict[str, CheckResult]:
+    """The results of `function`'s instances, by check name."""
+    named = {check_name(r): r for r in results}
+    return {name: r for name, r in named.items() if name.split("::")[1].split("[")[0] == function}
 
 
 @pytest.mark.parametrize("pair", PAIRS, ids=lambda pair: pair.id)
 def test_the_last_release_with_a_bug_fails_its_rule_and_the_first_with_the_fix_passes(certified, pair):
-    """The buggy release fails the rule's check with the bug's reason; the fixed release passes every instance."""
-    buggy, fixed = of_pair(certified(pair.buggy), pair), of_pair(certified(pair.fixed), pair)
-    assert buggy and fixed, f"{pair.check} did not run on both releases"
-    failures = [r.message for r in buggy if r.status == "fail"]
-    assert any(pair.reason in message for message in failures), (
-        f"nats-server {pair.buggy} should fail {pair.rule} ({pair.reason!r}): "
-        f"{[(r.status, r.message[:300]) for r in buggy]}"
+    """The buggy release fails the check with the bug's reason; the fixed release passes every instance of it."""
+    buggy, fixed = instances(certified(pair.buggy), pair.function), instances(certified(pair.fixed), pair.function)
+    assert pair.check in buggy and fixed, f"{pair.check} did not run on both releases: {sorted(buggy)}"
+    failed = buggy[pair.check]
+    assert failed.status == "fail" and pair.reason in failed.message, (
+        f"nats-server {pair.buggy} should fail {pair.check} ({pair.reason!r}): {failed.status}: {failed.message[:400]}"
     )
-    assert all(r.status == "pass" for r in fixed), [(r.status, r.message[:300]) for r in fixed]
+    assert {name: r.status for name, r in fixed.items()} == dict.fromkeys(fixed, "pass"), [
+        (name, r.status, r.message[:300]) for name, r in fixed.items() if r.status != "pass"
+    ]
 
 
 def test_each_pair_names_a_check_of_its_rule_and_a_bug_its_rule_cites():
@@ -92,7 +132,7 @@ def test_each_pair_names_a_check_of_its_rule_and_a_bug_its_rule_cites():
     rules = load_catalog()
     checks = {name.split(".", 1)[1]: ids for name, ids in check_rule_ids().items()}
     for pair in PAIRS:
-        assert checks.get(pair.check) == {pair.rule}, pair
+        assert checks.get(pair.function) == {pair.rule}, pair
         assert parse_version(pair.buggy) < parse_version(pair.fixed), pair
         assert pair.bug in rules[pair.rule].source, f"{pair.rule}'s source does not cite {pair.bug}"
     assert len({pair.id for pair in PAIRS}) == len(PAIRS)
