@@ -127,6 +127,46 @@ async def test_get_last_by_subject_returns_the_newest_on_it(js, nc, make_stream)
     assert await _get_rejected(nc, stream, last_by_subj=stream.subject("none")) == NO_MESSAGE
 
 
+@pytest.mark.rule("reads.get-last-by-subject")
+async def test_get_last_by_subject_returns_the_newest_after_deletes_and_new_stores(js, nc, make_stream):
+    """After a subject's newest messages were deleted and new ones stored, last_by_subj returns the newest stored."""
+    stream = await make_stream()
+    subject = stream.subject("a")
+
+    async def looked_at() -> int:
+        """The subject's count, first and last asked for, as a client following it would; its last's sequence."""
+        await api(nc, f"$JS.API.STREAM.INFO.{stream.name}", {"subjects_filter": subject})
+        await _get(nc, stream, seq=1, next_by_subj=subject)
+        return (await _get(nc, stream, last_by_subj=subject))["seq"]
+
+    async def store(count: int = 1) -> None:
+        for _ in range(count):
+            await js.publish(subject, b"m")
+
+    async def delete(*seqs: int) -> None:
+        for seq in seqs:
+            await _delete(nc, stream, seq, no_erase=True)
+
+    # nats-server's own test of a subject's first and last (TestStoreSubjectStateConsistency), through the API
+    await store(4)
+    await looked_at()
+    for seq in (1, 4, 2):
+        await delete(seq)
+        await looked_at()
+    await store(3)  # 5, 6, 7
+    await looked_at()
+    await delete(7, 3, 5)
+    await looked_at()
+    await store()  # 8
+    await delete(8)
+    await store()  # 9: the subject holds 6 and 9
+    last = await looked_at()
+    assert last == 9, (
+        f"the subject holds sequences 6 and 9: ADR-31's last_by_subj returns 'the last message having the subject', "
+        f"9; it returned seq {last}"
+    )
+
+
 @pytest.mark.rule("reads.get-next-by-subject")
 async def test_get_next_by_subject_returns_the_first_at_or_after_seq(js, nc, make_stream):
     """MSG.GET with next_by_subj `a` returns sequence 1 from seq 1, 3 from seq 2, and nothing from seq 4."""

@@ -130,6 +130,27 @@ async def test_workqueue_message_past_max_deliver_stays(js, nc, make_stream, nam
     assert (await stream_state(nc, stream.name)).messages == 1
 
 
+@pytest.mark.rule("retention.interest-max-deliver-stays")
+async def test_interest_message_past_one_consumers_max_deliver_stays_when_another_acks(js, nc, make_stream, names):
+    """On an Interest stream, a message nak'ed by a max_deliver 1 consumer stays stored after a later consumer acks."""
+    stream = await make_stream(retention="interest")
+    exhausted, acking = names.consumer(), names.consumer()
+    await _consumer(nc, stream, exhausted, max_deliver=1)
+    await js.publish(stream.subject("a"), b"m")
+    sub = await js.pull_subscribe_bind(durable=exhausted, stream=stream.name)
+    (msg,) = await sub.fetch(1, timeout=FETCH_S)
+    await msg.nak()
+    with pytest.raises(nats.errors.TimeoutError):  # asked again, it has no delivery left
+        await sub.fetch(1, timeout=0.5)
+    await _consumer(nc, stream, acking)
+    await (await _fetch_one(js, stream, acking)).ack_sync()
+    removed = await _messages_become(nc, stream, 0)  # the server removes acked interest messages after the ack
+    assert not removed, (
+        "a message one consumer had max_deliver (1) times without acking, acked by the other: the docs keep a "
+        f"message that reached max_deliver in the stream; it was removed within {REMOVAL_S:g} s of the ack"
+    )
+
+
 @pytest.mark.rule("retention.workqueue-explicit-ack")
 @pytest.mark.parametrize(("ack_policy", "push"), [("none", True), ("all", False), ("all", True)])
 async def test_workqueue_consumer_without_explicit_ack_is_rejected(nc, make_stream, names, ack_policy, push):
