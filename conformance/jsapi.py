@@ -166,6 +166,26 @@ async def consumer_info(nc: Client, stream: str, consumer: str) -> dict[str, Any
     return await api(nc, f"$JS.API.CONSUMER.INFO.{stream}.{consumer}")
 
 
+# under the 5 s a server gives an ephemeral consumer created without a threshold: a threshold dropped on the way shows
+THRESHOLD_SLACK_S = 2.0
+
+
+async def removal_of_inactive(nc: Client, stream: str, consumer: str, threshold: float, inactive_since: float):
+    """Wait, up to `threshold` + THRESHOLD_SLACK_S, for `consumer` to be gone (404/10014); (gone, the most seconds it
+    can have been inactive: since `inactive_since`, a time.monotonic() taken before it could become inactive)."""
+
+    async def gone() -> bool:
+        try:
+            await consumer_info(nc, stream, consumer)
+        except ApiError as exc:
+            assert (exc.code, exc.err_code) == (404, 10014), f"consumer info refused otherwise than 'not found': {exc}"
+            return True
+        return False
+
+    removed = await eventually(gone, timeout=threshold + THRESHOLD_SLACK_S, interval=0.1)
+    return removed, time.monotonic() - inactive_since
+
+
 @dataclass(frozen=True)
 class PullStatus:
     """A status message ending (or refusing) a pull request, read exactly as the server sent it."""

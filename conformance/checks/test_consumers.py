@@ -8,7 +8,16 @@ from typing import Any
 
 import pytest
 
-from jetcheck.conformance.jsapi import NS, ApiError, RawPull, api, consumer_info, create_consumer, eventually
+from jetcheck.conformance.jsapi import (
+    NS,
+    ApiError,
+    RawPull,
+    api,
+    consumer_info,
+    create_consumer,
+    eventually,
+    removal_of_inactive,
+)
 from jetcheck.versions import parse_version
 
 pytestmark = pytest.mark.asyncio
@@ -130,19 +139,9 @@ async def test_ephemeral_consumer_gets_a_name_and_is_removed_when_inactive(nc, m
     assert name, "the server gave the ephemeral consumer no name"
     assert not created["config"].get("durable_name"), f"ephemeral reported as durable: {created['config']}"
 
-    async def gone() -> bool:
-        try:
-            await consumer_info(nc, stream.name, name)
-        except ApiError as exc:
-            assert (exc.code, exc.err_code) == (404, 10014), f"unexpected error {exc}"
-            return True
-        return False
-
-    # under the 5 s the server gives an ephemeral consumer without a threshold: a dropped threshold shows
-    removed = await eventually(gone, timeout=threshold + 2.0)
-    inactive_at_most = time.monotonic() - started
+    removed, inactive_at_most = await removal_of_inactive(nc, stream.name, name, threshold, started)
     observe("removed_after_s", round(inactive_at_most, 3))
-    assert removed, f"ephemeral consumer still there {threshold + 2.0:.1f}s after a {threshold}s inactive_threshold"
+    assert removed, f"ephemeral consumer still there {inactive_at_most:.1f}s after a {threshold}s inactive_threshold"
     assert inactive_at_most >= threshold, (
         f"the ephemeral consumer was removed after at most {inactive_at_most:.3f} s without activity; its "
         f"inactive_threshold is {threshold} s"

@@ -10,7 +10,7 @@ import nats.errors
 import pytest
 
 from jetcheck.conformance.clients.base import Unsupported, connected, refusal
-from jetcheck.conformance.jsapi import ApiError, api, eventually
+from jetcheck.conformance.jsapi import api, eventually, removal_of_inactive
 from jetcheck.conformance.plugin import na
 
 pytestmark = pytest.mark.asyncio
@@ -135,18 +135,9 @@ async def test_ephemeral_push_consumer_goes_once_unsubscribed(client, target, js
         stopped = time.monotonic()  # before the unsubscribe: the consumer cannot have been inactive longer
         await sub.stop()
 
-    async def removed() -> bool:
-        try:
-            await api(nc, f"$JS.API.CONSUMER.INFO.{stream.name}.{name}")
-        except ApiError as exc:
-            return exc.err_code == 10014  # consumer not found
-        return False
-
-    # under the 5 s the server gives an ephemeral consumer without a threshold: a client that drops it shows
-    gone = await eventually(removed, timeout=threshold + 2.0, interval=0.1)
-    inactive_at_most = time.monotonic() - stopped
+    gone, inactive_at_most = await removal_of_inactive(nc, stream.name, name, threshold, stopped)
     observe("removed_after_s", round(inactive_at_most, 3))
-    assert gone, f"ephemeral consumer still there {threshold + 2.0:.1f}s after a {threshold}s inactive_threshold"
+    assert gone, f"ephemeral consumer still there {inactive_at_most:.1f}s after a {threshold}s inactive_threshold"
     assert inactive_at_most >= threshold, (
         f"{who(client)}'s ephemeral push consumer was removed at most {inactive_at_most:.3f} s after its "
         f"subscription stopped; its inactive_threshold is {threshold} s"
