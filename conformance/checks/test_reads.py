@@ -53,8 +53,9 @@ def _status(msg) -> str | None:
     return (msg.headers or {}).get("Status")
 
 
-async def _direct_replies(nc, stream, body: dict) -> tuple[list[int], str | None]:
-    """Send one DIRECT.GET request; the sequences it answers with and the status that ends it (None: none came).
+async def _direct_replies(nc, stream, body: dict) -> tuple[list[int | None], str | None]:
+    """Send one DIRECT.GET request; the sequences it answers with (None for a reply without Nats-Sequence) and the
+    status that ends it (None: none came).
 
     A request without batch or multi_last is answered with one message or one status, so reading stops there.
     """
@@ -71,7 +72,7 @@ async def _direct_replies(nc, stream, body: dict) -> tuple[list[int], str | None
                 return seqs, None
             if _status(msg) is not None:
                 return seqs, _status(msg)
-            seqs.append(int(msg.headers["Nats-Sequence"]))
+            seqs.append(int(msg.headers["Nats-Sequence"]) if "Nats-Sequence" in (msg.headers or {}) else None)
             if single:
                 return seqs, None
     finally:
@@ -89,7 +90,7 @@ def _rfc3339(moment: dt.datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _answer(seqs: list[int], status: str | None) -> str:
+def _answer(seqs: list[int | None], status: str | None) -> str:
     messages = f"messages {seqs}" if seqs else "no message"
     return f"{messages}, then status {status}" if status else f"{messages} and no status"
 

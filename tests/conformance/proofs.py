@@ -272,13 +272,44 @@ def certified_rows(
 
 def certify_broken(server_url: str, out: Path, case: Proof) -> tuple[int, list[CheckResult]]:
     """Certify `case.areas` through `case.breakers` in front of `server_url`: certify's exit status and results."""
+    return certify_broken_selected(server_url, out, case)
+
+
+def certify_broken_selected(server_url: str, out: Path, case: Proof, *selection: str) -> tuple[int, list[CheckResult]]:
+    """certify_broken, of the checks of `case.areas` that pytest's `selection` (-k ...) keeps."""
     with broken_proxy(server_url, case.breakers) as url:
-        return certify(url, out, "-m", markexpr(case.areas), client=case.client)
+        return certify(url, out, "-m", markexpr(case.areas), *selection, client=case.client)
 
 
-def assert_breaks_exactly(server_url: str, out: Path, case: Proof, also_failing: Iterable[str] = ()) -> None:
-    """Certify `case.areas` through `case.breakers` in front of `server_url` and judge it (assert_broke_exactly)."""
-    assert_broke_exactly(case, *certify_broken(server_url, out, case), also_failing)
+def assert_breaks_exactly(
+    server_url: str, out: Path, case: Proof, also_failing: Iterable[str] = (), client_flakes: bool = False
+) -> None:
+    """Certify `case.areas` through `case.breakers` in front of `server_url` and judge it (assert_broke_exactly).
+    With `client_flakes`, an unexpected failure that does not come back when certified again is left out (a
+    warning names it; recurring_changes)."""
+    status, results = certify_broken(server_url, out, case)
+    if client_flakes:
+        results = without_one_off_failures(server_url, out, case, results, declared_failures(case) | set(also_failing))
+    assert_broke_exactly(case, status, results, also_failing)
+
+
+def without_one_off_failures(
+    server_url: str, out: Path, case: Proof, results: list[CheckResult], expected: set[str]
+) -> list[CheckResult]:
+    """`results` without the unexpected failures (checks not in `expected`) that pass when certified again through
+    the same breakers: a breaker acts the same every time, a client's flake does not (nats-py's KV watch can end its
+    initial data before the entries on a loaded machine, and history() then finds no keys)."""
+    unexpected = {
+        check_name(r): r.message[:200] for r in results if r.status == "fail" and check_name(r) not in expected
+    }
+    if not unexpected:
+        return results
+
+    def again(keyword: str) -> list[CheckResult]:
+        return certify_broken_selected(server_url, out / "again", case, "-k", keyword)[1]
+
+    recurring = recurring_changes(unexpected, again, dict.fromkeys(unexpected, "pass"))
+    return [r for r in results if check_name(r) not in set(unexpected) - set(recurring)]
 
 
 def assert_broke_exactly(

@@ -37,6 +37,7 @@ PROOFS = [
             "publish.expected-stream",
             "publish.expected-last-sequence",
             "publish.expected-last-subject-sequence",
+            "publish.expected-last-subject-sequence-subject",
             "publish.expected-last-msg-id",
             "publish.expected-checks-before-dedup",
         },

@@ -37,13 +37,16 @@ PROOFS = [
         "retention.workqueue-removed-on-ack", "retention.workqueue-max-deliver-stays",
         "retention.workqueue-explicit-ack", "retention.workqueue-pull-ack-none", "retention.workqueue-deliver-all",
         "retention.workqueue-one-unfiltered", "retention.workqueue-overlapping-filters",
-        "retention.workqueue-partially-overlapping-filters",
+        "retention.workqueue-partially-overlapping-filters", "retention.interest-rollup",
+        "retention.interest-max-deliver-stays",
     }),
     proof("msg-get-drop-subject-selectors,msg-get-first-by-default,msg-get-drop-headers,msg-delete-next-seq,"
           "direct-get-strip-headers,create-allow-direct", "reads", {
         "reads.get-by-sequence", "reads.get-missing", "reads.get-last-by-subject", "reads.get-next-by-subject",
         "reads.get-bad-request", "reads.direct-get", "reads.direct-get-subject-appended", "reads.direct-get-not-found",
         "reads.direct-get-needs-allow-direct", "reads.delete-message", "reads.delete-missing",
+        "reads.direct-get-start-time-after-last", "reads.direct-get-multi-last-up-to-time-before-first",
+        "reads.direct-get-batch-from-deleted-sequence",
     }),
     proof("msg-delete-hide-errors", "reads", {"reads.delete-denied", "reads.delete-missing"}),
 ]  # fmt: skip

@@ -176,12 +176,13 @@ def test_a_vendor_server_with_tls_and_a_password_takes_load_and_the_password_sta
     monkeypatch.setenv("JETCHECK_PASSWORD", VENDOR_PASSWORD)
     out = tmp_path / "out"
     target = flags(server=server.url, monitor=server.monitor_url, tls_ca=certs / "ca.pem", user="vendor")
-    rc = cli.main(["load", *target, *flags(scenario="end-to-end", rate=500, users=2, duration="2s", out=out)])
+    # 4 s: in 2 s, beside 2 busy loops, the consuming user once did not get to its first consume (no consume op)
+    rc = cli.main(["load", *target, *flags(scenario="end-to-end", rate=500, users=2, duration="4s", out=out)])
     printed = capsys.readouterr()
     summary = json.loads((out / "summary.json").read_text())
     assert rc == 0, printed.out + printed.err
     assert_no_lost_records(summary)
-    assert summary["ops"]["consume"]["ok"] > 0
+    assert summary["ops"].get("consume", {}).get("ok", 0) > 0, f"no message consumed: {summary['ops']}"
     assert runfile.read(out)["deleted"], "the run's stream was not deleted"
     assert runfile.read(out)["tls"] is True, "load.json does not record the TLS transport used"
     written = b"".join(p.read_bytes() for p in out.rglob("*") if p.is_file())
