@@ -36,7 +36,12 @@ class ReleasePair:
 
     @property
     def function(self) -> str:
-        return self.check.split("::")[1].split("[")[0]
+        return function_of(self.check)
+
+
+def function_of(check: str) -> str:
+    """The check function of a check's name: test_x of test_purge.py::test_x[file]."""
+    return check.split("::")[1].split("[")[0]
 
 
 PAIRS = [
@@ -147,10 +152,6 @@ PAIRS = [
 ]
 
 
-def releases() -> list[str]:
-    return sorted({v for pair in PAIRS for v in (pair.buggy, pair.fixed)}, key=parse_version)
-
-
 @pytest.fixture(scope="module")
 def certified(tmp_path_factory):
     """The results of each release in PAIRS, certified once on the checks paired with it."""
@@ -174,7 +175,7 @@ def certified(tmp_path_factory):
 def instances(results: tuple[CheckResult, ...], function: str) -> dict[str, CheckResult]:
     """The results of `function`'s instances, by check name."""
     named = {check_name(r): r for r in results}
-    return {name: r for name, r in named.items() if name.split("::")[1].split("[")[0] == function}
+    return {name: r for name, r in named.items() if function_of(name) == function}
 
 
 @pytest.mark.parametrize("pair", PAIRS, ids=lambda pair: pair.id)
