@@ -9,7 +9,7 @@ import json
 import nats.errors
 import pytest
 
-from jetcheck.conformance.jsapi import ApiError, api, stream_state
+from jetcheck.conformance.jsapi import ApiError, api, purge, stream_state
 
 pytestmark = pytest.mark.asyncio
 
@@ -64,7 +64,7 @@ async def _direct_replies(nc, stream, body: dict) -> tuple[list[int | None], str
     sub = await nc.subscribe(inbox)
     try:
         await nc.publish(f"$JS.API.DIRECT.GET.{stream.name}", json.dumps(body).encode(), reply=inbox)
-        seqs: list[int] = []
+        seqs: list[int | None] = []
         while True:
             try:
                 msg = await sub.next_msg(timeout=DIRECT_TIMEOUT_S)
@@ -258,7 +258,7 @@ async def test_a_batched_direct_get_from_a_deleted_sequence_returns_the_messages
     stream = await make_stream(allow_direct=True)
     for token in ("a", "b", "c"):
         await js.publish(stream.subject(token), b"purged")
-    await api(nc, f"$JS.API.STREAM.PURGE.{stream.name}")
+    await purge(nc, stream.name)
     for token in ("d", "e", "f"):  # sequences 4, 5 and 6
         await js.publish(stream.subject(token), b"stored")
     await _delete(nc, stream, 5)

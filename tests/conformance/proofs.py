@@ -270,13 +270,9 @@ def certified_rows(
         yield {case.id: pool.submit(run, case, tmp_path_factory.mktemp("certify")) for case in cases}
 
 
-def certify_broken(server_url: str, out: Path, case: Proof) -> tuple[int, list[CheckResult]]:
-    """Certify `case.areas` through `case.breakers` in front of `server_url`: certify's exit status and results."""
-    return certify_broken_selected(server_url, out, case)
-
-
-def certify_broken_selected(server_url: str, out: Path, case: Proof, *selection: str) -> tuple[int, list[CheckResult]]:
-    """certify_broken, of the checks of `case.areas` that pytest's `selection` (-k ...) keeps."""
+def certify_broken(server_url: str, out: Path, case: Proof, *selection: str) -> tuple[int, list[CheckResult]]:
+    """Certify `case.areas` (of them, what pytest's `selection`, -k ..., keeps) through `case.breakers` in front of
+    `server_url`: certify's exit status and results."""
     with broken_proxy(server_url, case.breakers) as url:
         return certify(url, out, "-m", markexpr(case.areas), *selection, client=case.client)
 
@@ -306,7 +302,7 @@ def without_one_off_failures(
         return results
 
     def again(keyword: str) -> list[CheckResult]:
-        return certify_broken_selected(server_url, out / "again", case, "-k", keyword)[1]
+        return certify_broken(server_url, out / "again", case, "-k", keyword)[1]
 
     recurring = recurring_changes(unexpected, again, dict.fromkeys(unexpected, "pass"))
     return [r for r in results if check_name(r) not in set(unexpected) - set(recurring)]
