@@ -295,17 +295,24 @@ def without_one_off_failures(
     """`results` without the unexpected failures (checks not in `expected`) that pass when certified again through
     the same breakers: a breaker acts the same every time, a client's flake does not (nats-py's KV watch can end its
     initial data before the entries on a loaded machine, and history() then finds no keys)."""
-    unexpected = {
-        check_name(r): r.message[:200] for r in results if r.status == "fail" and check_name(r) not in expected
-    }
-    if not unexpected:
-        return results
+    unexpected = {check_name(r) for r in results if r.status == "fail"} - expected
+    one_off = unexpected - recurring_failures(server_url, out, case, results, unexpected)
+    return [r for r in results if check_name(r) not in one_off]
+
+
+def recurring_failures(
+    server_url: str, out: Path, case: Proof, results: list[CheckResult], among: set[str]
+) -> set[str]:
+    """Of the checks `among` that failed in `results`, those that fail again when certified once more through
+    `case.breakers` (recurring_changes: the others are reported as warnings)."""
+    failed = {check_name(r): r.message[:200] for r in results if r.status == "fail" and check_name(r) in among}
+    if not failed:
+        return set()
 
     def again(keyword: str) -> list[CheckResult]:
         return certify_broken(server_url, out / "again", case, "-k", keyword)[1]
 
-    recurring = recurring_changes(unexpected, again, dict.fromkeys(unexpected, "pass"))
-    return [r for r in results if check_name(r) not in set(unexpected) - set(recurring)]
+    return set(recurring_changes(failed, again, dict.fromkeys(failed, "pass")))
 
 
 def assert_broke_exactly(

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from jetcheck.records import CheckResult
-
-from .proofs import Proof, assert_breaks_exactly, broken_proxy, certify, check_name, outcome, proof, recurring_changes
+from .proofs import Proof, assert_breaks_exactly, certify_broken, outcome, proof, recurring_failures
 
 PROOFS = [
     proof(
@@ -101,18 +99,13 @@ def reference_failures(embedded_server, tmp_path_factory) -> frozenset[str]:
     """The checks the client fails with no breaker in the way: its own deviations, whatever the server does. A
     failure that does not come back when certified again was a flake (a warning), not a deviation every row must
     show (a fresh-clone run once took a range watch's failure for one, and three rows 'should have failed' it)."""
-    areas = " or ".join(AREAS)
-    with broken_proxy(embedded_server.url, ()) as url:
-        _, results = certify(url, tmp_path_factory.mktemp("reference"), "-m", areas)
-        failed, odd = outcome(results)
-        assert results, "the reference run ran no checks"
-        assert not odd, f"reference checks that neither passed, failed nor were na: {odd}"
-        messages = {check_name(r): f"fail: {r.message[:300]}" for r in results if r.status == "fail"}
-
-        def again(keyword: str) -> list[CheckResult]:
-            return certify(url, tmp_path_factory.mktemp("reference-again"), "-m", areas, "-k", keyword)[1]
-
-        return frozenset(recurring_changes(messages, again, dict.fromkeys(failed, "pass")))
+    reference = Proof((), AREAS, frozenset())
+    out = tmp_path_factory.mktemp("reference")
+    _, results = certify_broken(embedded_server.url, out, reference)
+    failed, odd = outcome(results)
+    assert results, "the reference run ran no checks"
+    assert not odd, f"reference checks that neither passed, failed nor were na: {odd}"
+    return frozenset(recurring_failures(embedded_server.url, out, reference, results, failed))
 
 
 @pytest.mark.filterwarnings("default::UserWarning")  # a client's flake is reported (recurring_changes)
