@@ -15,6 +15,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from .model import StreamState
+from .silence import answering
 
 API_TIMEOUT_S = 5.0
 REACHABLE_TIMEOUT_S = 5.0
@@ -237,7 +238,8 @@ class RawPull:
                 break
             try:
                 msg = await self._sub.next_msg(timeout=left)
-            except nats.errors.TimeoutError:  # nothing more within the wait
+            except nats.errors.TimeoutError:  # nothing more within the wait, from a server that still answers
+                await answering(self.nc)
                 break
             status = _status_of(msg)
             if status is None:

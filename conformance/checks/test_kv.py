@@ -206,7 +206,7 @@ async def test_history_keeps_the_newest_revisions_per_key(client, target, nc, bu
         kept = await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.k")
         assert [m.seq for m in kept] == revisions[-3:], f"kept {kept}, puts were revisions {revisions}"
         assert len(await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.other")) == 1
-        history = [(e.revision, e.value) for e in await within(kv.history("k"), "history()")]
+        history = [(e.revision, e.value) for e in await within(kv.session, kv.history("k"), "history()")]
     expected = list(zip(revisions[-3:], [b"2", b"3", b"4"], strict=True))
     assert history == expected, f"{who(client)} history('k') returned {history}"
 
@@ -379,7 +379,7 @@ async def test_keys_lists_live_keys_only(client, target, bucket):
         await kv.put("a", b"again")
         await kv.delete("d")
         await kv.purge("e")
-        keys = await within(kv.keys(), "keys()")
+        keys = await within(kv.session, kv.keys(), "keys()")
     assert sorted(keys) == ["a", "b.c"], f"{who(client)} keys() listed {sorted(keys)}"
 
 

@@ -241,7 +241,7 @@ async def test_list_returns_live_objects(client, store):
     for name in ("a", "b", "c"):
         await store.put(name, name.encode() * 10)
     await store.delete("b")
-    listed = sorted((i.name, i.deleted) for i in await within(store.list(), "list()"))
+    listed = sorted((i.name, i.deleted) for i in await within(store.session, store.list(), "list()"))
     assert listed == [("a", False), ("c", False)], (
         f"ADR-20: 'When listing objects, filter those objects that have been deleted'; {who(client)} list gave {listed}"
     )

@@ -17,6 +17,7 @@ import pytest
 from jetcheck.conformance.clients import StartPolicy
 from jetcheck.conformance.clients.base import Unsupported, connected
 from jetcheck.conformance.jsapi import NS, ApiError, api, eventually
+from jetcheck.conformance.silence import deliveries
 from jetcheck.fixtures.faults import delete_consumer, restart_server
 
 pytestmark = pytest.mark.asyncio
@@ -109,8 +110,8 @@ def recovery(deliveries, first_new_seq: int, since: float) -> float | None:
     return round(found[0] - since, 3) if found else None
 
 
-async def consume_initial(client, sub, count: int) -> list:
-    got = await sub.inbox.until(count, wait_s(client))
+async def consume_initial(client, s, sub, count: int) -> list:
+    got = await deliveries(sub, count, wait_s(client), s)
     assert len(got) >= count, (
         f"the ordered consumer of {client.name} delivered {len(got)} of the first {count} messages in {wait_s(client)}s"
     )
@@ -123,7 +124,7 @@ async def consuming(client, target, proxied, observe, stream, idle_heartbeat: fl
     the stream holds; yields (session, subscription, those deliveries)."""
     async with connected(client, proxied.url, target.credentials) as s:
         sub = await ordered(client, s, observe, stream.name, stream.subject(">"), idle_heartbeat=idle_heartbeat)
-        yield s, sub, await consume_initial(client, sub, count)
+        yield s, sub, await consume_initial(client, s, sub, count)
 
 
 @pytest.mark.rule("ordered.gap-recovered")
@@ -136,7 +137,7 @@ async def test_a_dropped_delivery_is_redelivered_in_order(client, target, proxie
         proxied.drop_delivery(2)  # the 2nd delivery from now on never reaches the client
         fault_at = now()
         expected += await publish(js, [subject] * 5)
-        got = await sub.inbox.until(len(expected), wait_s(client))
+        got = await deliveries(sub, len(expected), wait_s(client), s)
         assert proxied.counters.deliveries_dropped, "the proxy dropped no delivery: the fault did not happen"
         dropped = proxied.counters.deliveries_dropped[0].stream_seq
         observe("dropped_stream_seq", dropped)
@@ -150,10 +151,10 @@ async def reset_by_gap(client, proxied, js, stream, s, observe, **options):
     subject = stream.subject("x")
     await publish(js, [subject] * 3)
     sub = await ordered(client, s, observe, stream.name, stream.subject(">"), **options)
-    await consume_initial(client, sub, 3)
+    await consume_initial(client, s, sub, 3)
     proxied.drop_delivery(2)
     await publish(js, [subject] * 3)
-    got = await sub.inbox.until(6, wait_s(client))
+    got = await deliveries(sub, 6, wait_s(client), s)
     problem = ordered_once(got, [1, 2, 3, 4, 5, 6], "after a delivery was dropped in transit")
     assert not problem, f"{client.name} {client.version}: {problem}{reported(s)}"
     return sub, got
@@ -273,7 +274,7 @@ async def test_a_deleted_consumer_is_recreated_without_loss(client, target, prox
         fault_at = now()
         await delete_consumer(target, stream.name, first[-1].consumer)
         new = await publish(js, [subject] * 3)
-        got = await sub.inbox.until(len(expected) + len(new), wait_s(client))
+        got = await deliveries(sub, len(expected) + len(new), wait_s(client), s)
         observe_recovery(observe, got, new[0], fault_at)
         observe("client_reports", sorted({f"{e.kind}: {e.detail}" for e in s.events.events}))
         problem = ordered_once(got, expected + new, f"after consumer {first[-1].consumer} was deleted")
@@ -298,7 +299,7 @@ async def test_a_server_restart_loses_and_repeats_nothing(
             new = await publish(direct.jetstream(), [subject] * 3)
         finally:
             await direct.close()
-        got = await sub.inbox.until(len(expected) + len(new), wait_s(client))
+        got = await deliveries(sub, len(expected) + len(new), wait_s(client), s)
         observe_recovery(observe, got, new[0], fault_at)
         how = "graceful restart" if graceful else "kill -9"
         problem = ordered_once(got, expected + new, f"across a {how} of the server")
@@ -319,7 +320,7 @@ async def test_a_stall_longer_than_two_heartbeats_loses_and_repeats_nothing(
         proxied.stall(5 * hb)
         new = await publish(js, [subject] * 3)
         await proxied.wait_for(lambda: not proxied.stalled, wait_s(client))
-        got = await sub.inbox.until(len(expected) + len(new), wait_s(client))
+        got = await deliveries(sub, len(expected) + len(new), wait_s(client), s)
         observe("stall_s", 5 * hb)
         observe_recovery(observe, got, new[0], fault_at)
         problem = ordered_once(got, expected + new, f"after server traffic stalled for {5 * hb}s")
@@ -337,12 +338,12 @@ async def test_a_filtered_ordered_consumer_delivers_only_its_subject_across_a_re
     expected = [seq for seq, subj in zip(seqs, [a, b, a, b, a], strict=True) if subj == a]
     async with connected(client, proxied.url, target.credentials) as s:
         sub = await ordered(client, s, observe, stream.name, a, idle_heartbeat=heartbeat(client))
-        await consume_initial(client, sub, len(expected))
+        await consume_initial(client, s, sub, len(expected))
         proxied.drop_delivery(2)
         layout = [b, a, a, b, a]
         seqs = await publish(js, layout)
         expected += [seq for seq, subj in zip(seqs, layout, strict=True) if subj == a]
-        got = await sub.inbox.until(len(expected), wait_s(client))
+        got = await deliveries(sub, len(expected), wait_s(client), s)
         problem = ordered_once(got, expected, f"with filter {a} across a reset")
         assert not problem, f"{client.name} {client.version}: {problem}{reported(s)}"
         assert {d.subject for d in got} == {a}
@@ -377,12 +378,12 @@ async def test_an_ordered_consumer_keeps_its_start_and_continues_after_a_reset(
         sub = await ordered(
             client, s, observe, stream.name, stream.subject(">"), idle_heartbeat=heartbeat(client), start=start
         )
-        first = await consume_initial(client, sub, len(expected))
+        first = await consume_initial(client, s, sub, len(expected))
         problem = ordered_once(first, expected, f"from start policy {policy}")
         assert not problem, f"{client.name} {client.version}: {problem}{reported(s)}"
         proxied.drop_delivery(2)
         expected += await publish(js, [a, b, a, b])
-        got = await sub.inbox.until(len(expected), wait_s(client))
+        got = await deliveries(sub, len(expected), wait_s(client), s)
         observe("resets", [r[1:] for r in resets(got)])
         problem = ordered_once(got, expected, f"from start policy {policy}, across a reset")
         assert not problem, f"{client.name} {client.version}: {problem}{reported(s)}"

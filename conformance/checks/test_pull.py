@@ -82,7 +82,9 @@ async def test_max_bytes_bounds_delivery_and_ends_with_409(nc, js, names, make_s
         # server/consumer.go: a request whose max_bytes is used up exactly is complete and ends without a status.
         assert reply.status is None, f"status {_status(reply)} after an exact fit"
     else:
-        assert _status(reply) == ("409", "Message Size Exceeds MaxBytes"), f"status {_status(reply)}"
+        assert _status(reply) == ("409", "Message Size Exceeds MaxBytes"), (
+            f"documented status 409 Message Size Exceeds MaxBytes; got {_status(reply)}"
+        )
         pending = (reply.status.headers.get(PENDING_MSGS), reply.status.headers.get(PENDING_BYTES))
         assert pending == (str(10 - delivered), str(max_bytes - used)), f"pending headers {reply.status.headers}"
     # A first message larger than max_bytes: nothing is delivered, the same status ends the request.
@@ -97,13 +99,15 @@ async def test_expired_request_ends_with_408_and_pending_headers(nc, js, names, 
     consumer = await _consumer(nc, names, stream)
     reply = await pull(nc, stream.name, consumer, {"batch": 5, "max_bytes": 100_000, "expires": 300 * MS}, wait=2.0)
     assert len(reply.messages) == 2
-    assert _status(reply) == ("408", "Request Timeout"), f"status {_status(reply)}"
+    assert _status(reply) == ("408", "Request Timeout"), f"documented status 408 Request Timeout; got {_status(reply)}"
     headers = reply.status.headers
     observe("headers", headers)
     assert headers.get(PENDING_MSGS) == "3", f"{PENDING_MSGS} should be the 3 left of batch 5: {headers}"
     assert 0 < int(headers.get(PENDING_BYTES, "0")) < 100_000, f"{PENDING_BYTES} should be max_bytes left: {headers}"
     empty = await pull(nc, stream.name, consumer, {"batch": 4, "expires": 300 * MS}, wait=2.0)
-    assert not empty.messages and _status(empty) == ("408", "Request Timeout"), f"status {_status(empty)}"
+    assert not empty.messages and _status(empty) == ("408", "Request Timeout"), (
+        f"documented status 408 Request Timeout; got {_status(empty)}"
+    )
     assert (empty.status.headers.get(PENDING_MSGS), empty.status.headers.get(PENDING_BYTES)) == ("4", "0")
 
 
@@ -113,7 +117,9 @@ async def test_no_wait_with_nothing_pending_is_answered_404(nc, js, names, make_
     stream = await make_stream()
     consumer = await _consumer(nc, names, stream)
     reply = await pull(nc, stream.name, consumer, {"batch": 1, "no_wait": True}, wait=1.0)
-    assert not reply.messages and _status(reply) == ("404", "No Messages"), f"status {_status(reply)}"
+    assert not reply.messages and _status(reply) == ("404", "No Messages"), (
+        f"documented status 404 No Messages; got {_status(reply)}"
+    )
 
 
 def _partial_no_wait_status(version: str) -> tuple[str, str]:
@@ -149,7 +155,9 @@ async def test_requests_beyond_max_waiting_are_refused_409(nc, names, make_strea
         second = await pull(nc, stream.name, consumer, {"batch": 1, "expires": 3 * NS}, wait=1.0)
     finally:
         await waiting.close()
-    assert _status(second) == ("409", "Exceeded MaxWaiting"), f"status {_status(second)}"
+    assert _status(second) == ("409", "Exceeded MaxWaiting"), (
+        f"documented status 409 Exceeded MaxWaiting; got {_status(second)}"
+    )
 
 
 @pytest.mark.rule("pull.max-request-batch")
@@ -158,7 +166,9 @@ async def test_batch_above_max_batch_is_refused_409(nc, js, names, make_stream):
     stream = await _stream_with(js, make_stream, 3)
     consumer = await _consumer(nc, names, stream, max_batch=2)
     reply = await pull(nc, stream.name, consumer, {"batch": 3, "expires": 500 * MS}, wait=1.0)
-    assert not reply.messages and _status(reply) == ("409", "Exceeded MaxRequestBatch of 2"), _status(reply)
+    assert not reply.messages and _status(reply) == ("409", "Exceeded MaxRequestBatch of 2"), (
+        f"documented status 409 Exceeded MaxRequestBatch of 2; got {_status(reply)}"
+    )
 
 
 @pytest.mark.rule("pull.max-request-expires")
@@ -167,7 +177,9 @@ async def test_expires_above_max_expires_is_refused_409(nc, names, make_stream):
     stream = await make_stream()
     consumer = await _consumer(nc, names, stream, max_expires=1 * NS)
     reply = await pull(nc, stream.name, consumer, {"batch": 1, "expires": 2 * NS}, wait=1.0)
-    assert _status(reply) == ("409", "Exceeded MaxRequestExpires of 1s"), _status(reply)
+    assert _status(reply) == ("409", "Exceeded MaxRequestExpires of 1s"), (
+        f"documented status 409 Exceeded MaxRequestExpires of 1s; got {_status(reply)}"
+    )
 
 
 @pytest.mark.rule("pull.max-request-max-bytes")
@@ -176,7 +188,9 @@ async def test_max_bytes_above_the_consumers_is_refused_409(nc, js, names, make_
     stream = await _stream_with(js, make_stream, 1)
     consumer = await _consumer(nc, names, stream, max_bytes=100)
     reply = await pull(nc, stream.name, consumer, {"batch": 1, "max_bytes": 200, "expires": 500 * MS}, wait=1.0)
-    assert not reply.messages and _status(reply) == ("409", "Exceeded MaxRequestMaxBytes of 100"), _status(reply)
+    assert not reply.messages and _status(reply) == ("409", "Exceeded MaxRequestMaxBytes of 100"), (
+        f"documented status 409 Exceeded MaxRequestMaxBytes of 100; got {_status(reply)}"
+    )
 
 
 @pytest.mark.rule("pull.consumer-deleted")
@@ -195,7 +209,9 @@ async def test_waiting_request_ends_409_when_the_consumer_is_deleted(nc, names, 
         reply = await waiting.collect(wait=3.0)
     finally:
         await waiting.close()
-    assert _status(reply) == ("409", "Consumer Deleted"), f"status {_status(reply)}"
+    assert _status(reply) == ("409", "Consumer Deleted"), (
+        f"documented status 409 Consumer Deleted; got {_status(reply)}"
+    )
 
 
 @pytest.mark.rule("pull.push-based")
@@ -204,7 +220,9 @@ async def test_pull_request_to_a_push_consumer_is_refused_409(nc, names, make_st
     stream = await make_stream()
     consumer = await _consumer(nc, names, stream, deliver_subject=names.subject("push"))
     reply = await pull(nc, stream.name, consumer, {"batch": 1, "expires": 500 * MS}, wait=1.0)
-    assert _status(reply) == ("409", "Consumer is push based"), f"status {_status(reply)}"
+    assert _status(reply) == ("409", "Consumer is push based"), (
+        f"documented status 409 Consumer is push based; got {_status(reply)}"
+    )
 
 
 @pytest.mark.rule("pull.bad-request")

@@ -180,11 +180,12 @@ class Inbox:
 class Watch:
     """A client's watcher (KV, object store): what it yielded, in its order, `None` being its end-of-initial-data
     signal; `stop()` ends it. The adapter puts each update into `inbox` (read anew each time, so a variant may
-    replace it with one that relays)."""
+    replace it with one that relays). `session` is the connection it watches on (asked after a silence)."""
 
-    def __init__(self, stop: Callable[[], Awaitable[None]]) -> None:
+    def __init__(self, stop: Callable[[], Awaitable[None]], session: ClientSession) -> None:
         self.inbox = Inbox()
         self.stopping = stop
+        self.session = session
 
     async def next(self, timeout: float) -> KvEntry | ObjectInfo | None:
         """The next update; TimeoutError when the client yields nothing within `timeout`."""
@@ -261,6 +262,11 @@ class ClientSession(Protocol):
         """Create (or open) the object store `bucket` with the client's defaults."""
         ...
 
+    async def ping(self, timeout: float) -> None:
+        """Return once the connection made a round trip to the server; Indeterminate (or a connection or timeout
+        error) when it does not within `timeout` (conformance.silence asks after a silence)."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -331,7 +337,9 @@ class ObjectInfo:
 
 
 class ObjectStore(Protocol):
-    """One object store bucket through the client under test."""
+    """One object store bucket through the client under test, on `session`."""
+
+    session: ClientSession
 
     async def put(self, name: str, data: bytes, *, chunk_size: int | None = None) -> ObjectInfo:
         """Store `data` under `name` (with the object's own max chunk size when given); the info the client returned."""
@@ -400,8 +408,10 @@ class KvStatus:
 
 
 class KeyValue(Protocol):
-    """A bucket bound through the client under test; write and read errors are ClientError (KeyNotFound for gets
-    of a key without a value), API refusals keep the server's code/err_code."""
+    """A bucket bound through the client under test, on `session`; write and read errors are ClientError
+    (KeyNotFound for gets of a key without a value), API refusals keep the server's code/err_code."""
+
+    session: ClientSession
 
     bucket: str
 

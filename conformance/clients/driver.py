@@ -404,7 +404,7 @@ class DriverSession:
             finally:
                 process.unroute("sub", sub_id)
 
-        watch = Watch(stop)
+        watch = Watch(stop, self)
         process.route("sub", sub_id, lambda record: watch.inbox.put(update(record)))  # before: updates may overtake
         try:
             await start(sub_id)
@@ -502,6 +502,10 @@ class DriverSession:
         store = DriverObjectStore(self, bucket)
         await store.request("obj_create")
         return store
+
+    async def ping(self, timeout: float) -> None:
+        """Return once the driven client's connection made a round trip to the server (PROTOCOL.md `ping`)."""
+        await self.process.request("ping", timeout=timeout, session=self.id)
 
     async def close(self) -> None:
         try:

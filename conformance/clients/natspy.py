@@ -204,7 +204,12 @@ class NatsPySession:
             await sub.unsubscribe()
 
     async def object_store(self, bucket: str) -> NatsPyObjectStore:
-        return NatsPyObjectStore(await self.js.create_object_store(bucket))
+        return NatsPyObjectStore(await self.js.create_object_store(bucket), self)
+
+    async def ping(self, timeout: float) -> None:
+        """Return once the connection made a round trip to the server (nats-py's flush)."""
+        assert self.nc is not None
+        await self.nc.flush(timeout=timeout)
 
     async def close(self) -> None:
         if self.nc is not None and not self.nc.is_closed:
@@ -249,9 +254,9 @@ def kv_entry(entry) -> KvEntry:
     return KvEntry(entry.bucket, entry.key, entry.value or b"", entry.revision, entry.operation or KV_PUT)
 
 
-def natspy_watch(watcher, convert: Callable) -> Watch:
-    """nats-py's watcher as the adapter's Watch: a task hands each update over as nats-py yields it (its None, the
-    end-of-initial-data signal, too) until stop() ends the watcher."""
+def natspy_watch(watcher, convert: Callable, session: NatsPySession) -> Watch:
+    """nats-py's watcher (on `session`) as the adapter's Watch: a task hands each update over as nats-py yields it
+    (its None, the end-of-initial-data signal, too) until stop() ends the watcher."""
 
     async def relay() -> None:
         async for update in watcher:
@@ -264,7 +269,7 @@ def natspy_watch(watcher, convert: Callable) -> Watch:
         with contextlib.suppress(nats.errors.Error):  # the connection is already gone: nothing left to stop
             await watcher.stop()
 
-    watch = Watch(stop)
+    watch = Watch(stop, session)
     task = asyncio.create_task(relay())
     return watch
 
@@ -276,8 +281,9 @@ def natspy_lacks(call, option: str, version: str) -> None:
 
 
 class NatsPyKeyValue:
-    def __init__(self, kv) -> None:
+    def __init__(self, kv, session: NatsPySession) -> None:
         self.kv = kv
+        self.session = session
         self.bucket = kv._name
 
     async def put(self, key: str, value: bytes) -> int:
@@ -338,13 +344,13 @@ class NatsPyKeyValue:
             natspy_lacks(self.kv.watch, "updates_only", version)
             options["updates_only"] = True
         with kv_errors("watch"):
-            return natspy_watch(await self.kv.watch(filters[0], **options), kv_entry)
+            return natspy_watch(await self.kv.watch(filters[0], **options), kv_entry, self.session)
 
 
 async def natspy_kv_create(session: NatsPySession, bucket: str, *, history=None, ttl=None) -> NatsPyKeyValue:
     options = {k: v for k, v in (("history", history), ("ttl", ttl)) if v is not None}
     with kv_errors("kv_create"):
-        return NatsPyKeyValue(await session.js.create_key_value(bucket=bucket, **options))
+        return NatsPyKeyValue(await session.js.create_key_value(bucket=bucket, **options), session)
 
 
 # A section of its own (not a method in the class body) so the adapter's areas merge independently.
@@ -397,8 +403,9 @@ def not_found_as_adapter_error():
 
 
 class NatsPyObjectStore:
-    def __init__(self, store: PyObjectStore) -> None:
+    def __init__(self, store: PyObjectStore, session: NatsPySession) -> None:
         self.store = store
+        self.session = session
 
     async def put(self, name: str, data: bytes, *, chunk_size: int | None = None) -> ObjectInfo:
         meta = None
@@ -438,4 +445,4 @@ class NatsPyObjectStore:
         watcher = await self.store.watch(
             include_history=include_history, updates_only=updates_only, ignore_deletes=ignore_deletes
         )
-        return natspy_watch(watcher, object_info)
+        return natspy_watch(watcher, object_info, self.session)

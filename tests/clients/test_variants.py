@@ -157,7 +157,7 @@ class FakeBucket:
         async def stop() -> None:
             pass
 
-        watch = Watch(stop)
+        watch = Watch(stop, FakeSession())
         for update in self.early:
             watch.inbox.put(update)
         return watch

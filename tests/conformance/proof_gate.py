@@ -1,5 +1,6 @@
 """The gate on the proofs: every check certify collects, every parameter instance, is failed on purpose by some
-proof row, and for every client every check that goes through the client adapter is. conftest runs it when the
+proof row, and for every client every check that goes through the client adapter is; every row names the reason
+each rule it breaks fails for. conftest runs it when the
 proof modules are collected; test_proof_coverage tests it."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from jetcheck.conformance import checks as checks_package
 from jetcheck.conformance.catalog import load_catalog
 
 from . import __path__ as here
-from .proofs import certify_checks, checks_of, declared_failures
+from .proofs import certify_checks, checks_of, declared_failures, reason_for
 
 ROW_MODULES = ("test_proofs_", "test_checks_fail_when_rules_break")  # the modules that hold proof rows
 ROW_LISTS = ("PROOFS", "CLUSTER_PROOFS")  # their lists of rows
@@ -85,6 +86,13 @@ def unproven_client_checks(
     return missing
 
 
+def unreasoned(rows: list) -> list[str]:
+    """`row: rule` for every rule a row breaks without naming the reason its checks' failures carry."""
+    return sorted(
+        f"{getattr(row, 'id', row)}: {rule}" for row in rows for rule in row.breaks if not reason_for(row, rule)
+    )
+
+
 def excused_client_rules() -> dict[str, dict[str, str]]:
     """By client, the adapter rules no row can break for it (na for that client), with why."""
     from .test_proofs_client import NOT_APPLICABLE
@@ -102,6 +110,7 @@ def gaps() -> list[str]:
     lines = [f"no proof row or release pair fails {name}" for name in unproven_checks(rows, checks, by_releases)]
     lines += [f"a release pair's check is not certify's: {name}" for name in sorted(by_releases - set(checks))]
     lines += [f"spared check is no check of the rules the row breaks: {spare}" for spare in stale_spares(rows, checks)]
+    lines += [f"no reason names why its checks fail: {row_rule}" for row_rule in unreasoned(rows)]
     by_client = unproven_client_checks(rows, checks, list(REFERENCE), adapter_rules(), excused_client_rules())
     lines += [f"{client}: no proof row fails {name}" for client, names in by_client.items() for name in names]
     return lines

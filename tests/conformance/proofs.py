@@ -5,7 +5,9 @@ real `jetcheck certify` pointed at the proxy's URL, exactly as a user would run 
 plugin loaded so that `--client <client>+<variant>` resolves.
 
 A proof row is judged check by check: it names the rules it breaks, and fails every check certify collects for
-them, every parameter instance, except those it spares (each with why).
+them, every parameter instance, except those it spares (each with why), each for its rule's reason: the failure's
+message carries the fragment the row names for the rule (`reasons`), or the rule's usual one (reasons.REASONS). A
+check that fails otherwise (an unexpected exception, another assertion) proves nothing about its rule.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from jetcheck.records import RESULTS_FILE, CheckResult, read_results
 from jetcheck.testing.plugin import NO_SHRINK
 from jetcheck.verdict import judge
 
+from .reasons import REASONS, ROW_REASONS
 from .test_catalog import check_rule_ids
 
 CERTIFY_TIMEOUT_S = 240
@@ -95,6 +98,7 @@ class Proof:
     breaks: frozenset[str]
     client: str = "nats-py"  # the client under test (--client): a wire breaker breaks any client's rules
     spared: Mapping[str, str] = field(default_factory=dict, compare=False)
+    reasons: Mapping[str, str] = field(default_factory=dict, compare=False)  # rule -> its failure's fragment here
 
     @property
     def id(self) -> str:
@@ -110,6 +114,7 @@ class Breaks:
     may: frozenset[str] = frozenset()
     why_may: str = ""
     spared: Mapping[str, str] = field(default_factory=dict, compare=False)
+    reasons: Mapping[str, str] = field(default_factory=dict, compare=False)  # rule -> its failure's fragment here
 
 
 @dataclass(frozen=True)
@@ -132,9 +137,43 @@ class ClientRow:
 
 
 def proof(
-    breakers: str, areas: str, breaks: set[str], client: str = "nats-py", spared: Mapping[str, str] | None = None
+    breakers: str,
+    areas: str,
+    breaks: set[str],
+    client: str = "nats-py",
+    spared: Mapping[str, str] | None = None,
+    reasons: Mapping[str, str] | None = None,
 ) -> Proof:
-    return Proof(tuple(breakers.split(",")), tuple(areas.split(",")), frozenset(breaks), client, dict(spared or {}))
+    return Proof(
+        tuple(breakers.split(",")), tuple(areas.split(",")), frozenset(breaks), client, dict(spared or {}),
+        dict(reasons or {}),
+    )  # fmt: skip
+
+
+def reason_for(row, rule: str) -> tuple[str, ...]:
+    """The message fragments a failing check of `rule` carries under `row` (one of them, when its checks fail in
+    different words): the row's own, else its entry in reasons.ROW_REASONS, else the rule's usual one; () when none
+    names one (the proof gate reports it)."""
+    reason = (getattr(row, "reasons", {}).get(rule) or ROW_REASONS.get(getattr(row, "id", ""), {}).get(rule)
+              or REASONS.get(rule, ""))  # fmt: skip
+    return (reason,) if isinstance(reason, str) and reason else tuple(reason or ())
+
+
+def wrong_reasons(
+    row, results: list[CheckResult], own: Iterable[str] = (), name_of: Callable[[CheckResult], str] = check_name
+) -> dict[str, str]:
+    """The failed checks of the rules `row` breaks whose message carries none of the rule's reasons (reason_for),
+    with what they said instead; checks named in `own` (those the client fails with no breaker, for its own reason)
+    are not judged."""
+    own = set(own)
+    wrong = {}
+    for r in results:
+        if r.status != "fail" or r.id not in row.breaks or name_of(r) in own:
+            continue
+        reasons = reason_for(row, r.id)
+        if not any(reason.casefold() in r.message.casefold() for reason in reasons):
+            wrong[name_of(r)] = f"wanted {' or '.join(map(repr, reasons)) or 'a named reason'} in: {r.message[:300]}"
+    return wrong
 
 
 @contextmanager
@@ -326,5 +365,7 @@ def assert_broke_exactly(
     assert not odd, f"checks that neither passed, failed nor were na: {odd}"
     differences = check_differences(results, declared_failures(case) | set(also_failing))
     assert not differences, f"{case.id}: {differences}"
+    wrong = wrong_reasons(case, results, also_failing)
+    assert not wrong, f"{case.id}: checks that failed, but not for their rule's reason: {wrong}"
     must_failed = any(r.status == "fail" and r.level == "MUST" for r in results)
     assert status == (1 if must_failed else 0)

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from jetcheck.conformance.catalog import certify_rules
+from jetcheck.records import CheckResult
 
 from . import conftest
 from .proof_gate import (
@@ -18,8 +19,9 @@ from .proof_gate import (
     stale_spares,
     unproven_checks,
     unproven_client_checks,
+    unreasoned,
 )
-from .proofs import certify_checks, proof
+from .proofs import certify_checks, proof, wrong_reasons
 from .test_proofs_client import REFERENCE
 from .test_release_pairs import PAIRS
 
@@ -79,6 +81,33 @@ def test_a_client_row_proves_only_its_own_clients_checks():
     assert unproven_client_checks(rows, CHECKS, ["nats.go"], everything, excused) == {
         "nats.go": ["test_area.py::test_rule_y"]
     }
+
+
+def test_every_proof_row_names_the_reason_each_rule_it_breaks_fails_for():
+    """Each rule a row breaks has the fragment its checks' failure messages carry: the row's own or the rule's."""
+    assert unreasoned(proof_rows()) == []
+
+
+def test_a_row_without_a_reason_for_a_rule_is_reported():
+    """A rule no row reason and no usual reason covers is a gap; the row's own reason closes it."""
+    assert unreasoned([proof("b", "area", {"area.x"})]) == ["b: area.x"]
+    assert unreasoned([proof("b", "area", {"area.x"}, reasons={"area.x": "x was not kept"})]) == []
+
+
+def failed(rule: str, message: str, check: str = "checks/test_area.py::test_rule_x[one]") -> CheckResult:
+    return CheckResult(rule, "fail", "area", "", "MUST", "", "", "", {}, 0.0, message=message, check=check)
+
+
+def test_a_check_failing_without_its_rules_reason_proves_nothing():
+    """A failure whose message lacks the row's reason (an exception, another assertion) is named; the reason's
+    words, in any case, pass; a check the client fails on its own is not judged."""
+    row = proof("b", "area", {"area.x"}, reasons={"area.x": "X Was Not Kept"})
+    crash = failed("area.x", "TypeError: within() missing 1 required positional argument: 'what'")
+    wanted = f"wanted {'X Was Not Kept'!r} in: {crash.message}"
+    assert wrong_reasons(row, [crash]) == {"test_area.py::test_rule_x[one]": wanted}
+    assert wrong_reasons(row, [failed("area.x", "ADR-1: x was not kept after a purge")]) == {}
+    assert wrong_reasons(row, [crash], own={"test_area.py::test_rule_x[one]"}) == {}
+    assert wrong_reasons(row, [failed("area.y", "anything")]) == {}  # not a rule the row breaks
 
 
 def test_collecting_proofs_with_a_gap_is_a_usage_error(monkeypatch):

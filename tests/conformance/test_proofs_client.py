@@ -40,6 +40,7 @@ from .proofs import (
     expected_exit,
     recurring_changes,
     with_references,
+    wrong_reasons,
 )
 
 SERVER_VERSION = os.environ.get("JETCHECK_SERVER_VERSION", DEFAULT_VERSION)
@@ -155,6 +156,11 @@ class ClientProof(ClientRow):
         return BREAKS[self.variant].spared if self.variant else {}
 
     @property
+    def reasons(self) -> Mapping[str, str]:
+        """Rule -> the fragment its checks' failures carry under this variant, where not the rule's usual one."""
+        return BREAKS[self.variant].reasons if self.variant else {}
+
+    @property
     def areas(self) -> str:
         """The checks this row certifies: a variant only the areas of the rules it touches, kept short."""
         touched = sorted({rule.split(".")[0] for rule in self.breaks | self.may})
@@ -222,6 +228,8 @@ def test_a_client_variant_breaks_exactly_its_rules(certified, tmp_path_factory, 
     statuses = {check_name(r): r.status for r in results}
     unbroken = {name: statuses.get(name, "not run") for name in sorted(declared_failures(case) - failed)}
     assert not unbroken, f"{case.spelling} should fail every check of {sorted(case.breaks)}; these did not: {unbroken}"
+    wrong = wrong_reasons(case, results, {name for name, status in baseline.items() if status == "fail"}, check_name)
+    assert not wrong, f"{case.spelling}: checks that failed, but not for their rule's reason: {wrong}"
     changed = {check_name(r): f"{baseline.get(check_name(r))} -> {r.status}: {r.message[:200]}" for r in results
                if r.id not in case.breaks | case.may and r.status != baseline.get(check_name(r))}  # fmt: skip
 

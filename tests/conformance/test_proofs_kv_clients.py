@@ -31,6 +31,7 @@ from .proofs import (
     declared_failures,
     recurring_changes,
     with_references,
+    wrong_reasons,
 )
 from .test_proofs_client import check_name, missing_toolchain
 
@@ -120,6 +121,10 @@ class KvProof(ClientRow):
     def spared(self) -> Mapping[str, str]:
         return BREAKS[self.breakers].spared if self.breakers else {}
 
+    @property
+    def reasons(self) -> Mapping[str, str]:
+        return self.row.reasons
+
 
 # Each run is a client's KV checks (a driver's or nats-py's process next to certify's): two at a time.
 CONCURRENT_RUNS = 2
@@ -202,6 +207,8 @@ def test_kv_breakers_fail_exactly_their_client_rules(embedded_server, certified,
     statuses = {check_name(r): f"{r.status}: {r.message[:300]}" for r in results}
     unbroken = sorted(f"{name}: {statuses.get(name, 'not run')}" for name in declared_failures(case) - failed)
     assert not unbroken, f"{case.id} should fail every check of {sorted(case.breaks)}; these did not: {unbroken}"
+    wrong = wrong_reasons(case, results, {name for name, status in baseline.items() if status == "fail"}, check_name)
+    assert not wrong, f"{case.id}: checks that failed, but not for their rule's reason: {wrong}"
     changed = {check_name(r): f"{baseline.get(check_name(r))} -> {r.status}: {r.message[:200]}" for r in ours
                if r.id not in case.breaks | case.may and r.status != baseline.get(check_name(r))}  # fmt: skip
 

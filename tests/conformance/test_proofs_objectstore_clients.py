@@ -29,6 +29,7 @@ from .proofs import (
     expected_exit,
     outcome,
     with_references,
+    wrong_reasons,
 )
 from .test_proofs_client import NOT_APPLICABLE, missing_toolchain
 
@@ -155,4 +156,6 @@ def test_an_object_store_breaker_fails_exactly_its_rules_for_each_client(certifi
     assert not odd, f"checks that neither passed, failed nor were na: {odd}"
     differences = check_differences(results, declared_failures(case) | own)
     assert not differences, f"{case.id}: {differences}"
+    wrong = wrong_reasons(case, results, own)
+    assert not wrong, f"{case.id}: checks that failed, but not for their rule's reason: {wrong}"
     assert status == expected_exit(results)

@@ -37,7 +37,7 @@ var start = time.Now()
 func monoNs() int64 { return time.Since(start).Nanoseconds() }
 
 var implementedOps = []string{
-	"hello", "connect", "close", "ordered", "push", "consume", "fetch", "stop", "misbehave", "shutdown",
+	"hello", "connect", "close", "ping", "ordered", "push", "consume", "fetch", "stop", "misbehave", "shutdown",
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -237,6 +237,8 @@ func (d *driver) handle(req *request) (any, error) {
 		return d.connect(req)
 	case "close":
 		return d.closeSession(req.Session)
+	case "ping":
+		return d.ping(req.Session)
 	case "ordered":
 		return d.ordered(req)
 	case "push":
@@ -404,6 +406,16 @@ func (d *driver) session(id string) (*session, error) {
 		return nil, failure("invalid", "no session %q", id)
 	}
 	return s, nil
+}
+
+// ping answers once the session's connection made a round trip to the server: jetcheck asks after a silence, to
+// tell a quiet client from one that lost its server.
+func (d *driver) ping(id string) (any, error) {
+	s, err := d.session(id)
+	if err != nil {
+		return nil, err
+	}
+	return nil, s.nc.FlushTimeout(apiTimeout)
 }
 
 func (d *driver) closeSession(id string) (any, error) {

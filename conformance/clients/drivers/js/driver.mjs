@@ -418,6 +418,13 @@ const handlers = {
     return {};
   },
 
+  // Answers once the session's connection made a round trip to the server: jetcheck asks after a silence, to tell a
+  // quiet client from one that lost its server.
+  async ping(req) {
+    await sessionOf(req).nc.flush();
+    return {};
+  },
+
   async close(req) {
     const session = sessionOf(req);
     sessions.delete(session.id);
