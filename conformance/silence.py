@@ -9,28 +9,28 @@ came, against the rule).
 
 from __future__ import annotations
 
-from typing import Protocol
-
 import nats.errors
 from nats.aio.client import Client
 
-from jetcheck.conformance.clients.base import ClientError, Delivery, Indeterminate, Subscription, Unsupported
+from jetcheck.conformance.clients.base import (
+    ClientError,
+    ClientSession,
+    Delivery,
+    Indeterminate,
+    Subscription,
+    Unsupported,
+)
 
 PING_TIMEOUT_S = 5.0
 
 
-class Pingable(Protocol):
-    """A client session: `ping` returns once its connection made a round trip to the server."""
-
-    async def ping(self, timeout: float) -> None: ...
-
-
-async def answering(*parties: Client | Pingable) -> None:
+async def answering(*parties: Client | ClientSession) -> None:
     """Return when every party answers a ping within PING_TIMEOUT_S; otherwise raise Indeterminate."""
     for party in parties:
-        who = "the server" if isinstance(party, Client) else "the client under test"
+        server = isinstance(party, Client)
+        who = "the server" if server else "the client under test"
         try:
-            if isinstance(party, Client):
+            if server:
                 await party.flush(timeout=PING_TIMEOUT_S)
             else:
                 await party.ping(PING_TIMEOUT_S)
@@ -44,7 +44,7 @@ async def answering(*parties: Client | Pingable) -> None:
             ) from None
 
 
-async def deliveries(sub: Subscription, count: int, timeout: float, *parties: Client | Pingable) -> list[Delivery]:
+async def deliveries(sub: Subscription, count: int, timeout: float, *parties: Client | ClientSession) -> list[Delivery]:
     """What `sub` delivered once `count` deliveries arrived or `timeout` passed; fewer than `count` count only while
     `parties` still answer (`answering`)."""
     got = await sub.inbox.until(count, timeout)

@@ -270,16 +270,14 @@ def _waits_on_silence(node: ast.AST) -> bool:
     return False
 
 
-def _functions(path: Path) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
-    return [n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+def _functions(source: str) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    return [n for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
 def unprobed_silences(source: str) -> list[str]:
     """The functions of `source` that wait on a silence without calling a probe, each as `name:line`."""
     found = []
-    for function in ast.walk(ast.parse(source)):
-        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
+    for function in _functions(source):
         waits = [n for n in ast.walk(function) if _waits_on_silence(n)]
         calls = {n.func.id if isinstance(n.func, ast.Name) else getattr(n.func, "attr", "")
                  for n in ast.walk(function) if isinstance(n, ast.Call)}  # fmt: skip
@@ -306,7 +304,7 @@ def test_the_source_reader_finds_an_unprobed_silence():
 def test_the_helpers_table_names_every_helper_that_waits():
     """Each function of the checks' modules that waits on a silence, but the checks themselves (read by the source
     test), has its row in HELPERS, so it is driven through every outcome class."""
-    waiting = {f"{path.stem}.{function.name}" for path in CHECK_SOURCES for function in _functions(path)
+    waiting = {f"{path.stem}.{function.name}" for path in CHECK_SOURCES for function in _functions(path.read_text())
                if not function.name.startswith("test_")
                and any(map(_waits_on_silence, ast.walk(function)))}  # fmt: skip
     assert waiting - set(HELPERS) == set()
