@@ -11,8 +11,10 @@ import contextlib
 import json
 from collections.abc import AsyncIterator, Awaitable
 
+import nats.errors
 import pytest
 
+from jetcheck.conformance.checks.answers import answered, who
 from jetcheck.conformance.clients.base import (
     KV_DEL,
     KV_PURGE,
@@ -87,10 +89,6 @@ async def _later_changes(client, watch: Watch, count: int) -> list[str]:
 @pytest.fixture
 def bucket(names):
     return names.bucket()
-
-
-def who(client) -> str:
-    return f"{client.name} {client.version}"
 
 
 @contextlib.asynccontextmanager
@@ -223,9 +221,10 @@ async def test_put_returns_the_revision_and_get_the_latest_entry(client, target,
         latest = await kv.put("a.b", b"2")
         stored = await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.a.b")
         assert [m.seq for m in stored] == [first, latest] == [1, 3], f"{who(client)} put returned {first}, {latest}"
-        entry = await kv.get("a.b")
+        documented = "ADR-8: get returns the key's latest entry, with its revision"
+        entry = await answered(client, documented, "get('a.b')", kv.get("a.b"))
     got = (entry.bucket, entry.key, entry.value, entry.revision)
-    assert got == (bucket, "a.b", b"2", latest), f"{who(client)} get('a.b') returned {entry}"
+    assert got == (bucket, "a.b", b"2", latest), f"{documented}; {who(client)} get('a.b') returned {entry}"
 
 
 @pytest.mark.rule("kv.create-wire")
@@ -256,17 +255,27 @@ async def test_create_is_accepted_again_after_the_key_is_purged_from_the_stream(
 async def test_client_create_refuses_a_live_key_and_recreates_a_deleted_one(client, target, bucket):
     """create stores a new key, refuses one with a value, and recreates one deleted or purged."""
     async with client_kv(client, target, bucket, history=5) as kv:
-        first = await kv.create("k", b"v1")
+        new = "ADR-8: create stores a key without a value"
+        first = await answered(client, new, "create of a new key", kv.create("k", b"v1"))
+        live = "ADR-8: create refuses a key with a value (wrong last sequence, 10071) and keeps its value"
         refused = await refusal(kv.create("k", b"v2"))
-        assert refused is not None, f"{who(client)} created the live key 'k' again"
-        assert refused.err_code == 10071, f"{who(client)} refused create of a live key with {refused}"
-        assert (await kv.get("k")).value == b"v1"
+        assert refused is not None, f"{live}; {who(client)} created the live key 'k' again"
+        assert refused.err_code == 10071, f"{live}; {who(client)} refused create of a live key with {refused}"
+        kept = await answered(client, live, "get after the refused create", kv.get("k"))
+        assert kept.value == b"v1", f"{live}; {who(client)} get after the refused create returned {kept}"
+        again = "ADR-8: create stores a key again once it is deleted or purged"
         await kv.delete("k")
-        after_delete = await kv.create("k", b"v3")
-        assert after_delete > first and (await kv.get("k")).revision == after_delete
+        after_delete = await answered(client, again, "create after a delete", kv.create("k", b"v3"))
+        entry = await answered(client, again, "get after the create", kv.get("k"))
+        assert after_delete > first and entry.revision == after_delete, (
+            f"{again}; {who(client)} create after a delete returned revision {after_delete}, then get returned {entry}"
+        )
         await kv.purge("k")
-        after_purge = await kv.create("k", b"v4")
-        assert after_purge > after_delete and (await kv.get("k")).value == b"v4"
+        after_purge = await answered(client, again, "create after a purge", kv.create("k", b"v4"))
+        entry = await answered(client, again, "get after the create", kv.get("k"))
+        assert after_purge > after_delete and entry.value == b"v4", (
+            f"{again}; {who(client)} create after a purge returned revision {after_purge}, then get returned {entry}"
+        )
 
 
 @pytest.mark.rule("kv.update-wire")
@@ -288,13 +297,17 @@ async def test_client_update_is_compare_and_set_on_the_revision(client, target, 
     """update with the current revision returns the next one; a stale revision raises and changes nothing."""
     async with client_kv(client, target, bucket, history=5) as kv:
         first = await kv.put("k", b"v1")
-        second = await kv.update("k", b"v2", last=first)
-        assert second > first, f"{who(client)} update returned revision {second} after {first}"
+        current = "ADR-8: update with the key's last revision stores the value"
+        second = await answered(client, current, "update with the last revision", kv.update("k", b"v2", last=first))
+        assert second > first, f"{current}; {who(client)} update returned revision {second} after {first}"
+        stale = "ADR-8: update with a stale revision is refused (wrong last sequence, 10071) and changes nothing"
         refused = await refusal(kv.update("k", b"v3", last=first))
-        assert refused is not None, f"{who(client)} stored an update with the stale revision {first}"
-        assert refused.err_code == 10071, f"{who(client)} refused a stale update with {refused}"
-        entry = await kv.get("k")
-    assert (entry.value, entry.revision) == (b"v2", second), f"{who(client)} get after the stale update: {entry}"
+        assert refused is not None, f"{stale}; {who(client)} stored an update with the stale revision {first}"
+        assert refused.err_code == 10071, f"{stale}; {who(client)} refused a stale update with {refused}"
+        entry = await answered(client, stale, "get after the stale update", kv.get("k"))
+    assert (entry.value, entry.revision) == (b"v2", second), (
+        f"{stale}; {who(client)} get after the stale update: {entry}"
+    )
 
 
 @pytest.mark.rule("kv.delete-marker")
@@ -332,11 +345,9 @@ async def test_get_of_a_missing_key_raises_not_found(client, target, bucket):
     """get of a key never written says not found."""
     async with client_kv(client, target, bucket) as kv:
         await kv.put("present", b"x")
-        try:
-            entry = await kv.get("absent")
-        except KeyNotFound:
-            return
-    pytest.fail(f"{who(client)} get of a key never written returned {entry} instead of not found")
+        documented = "ADR-8: get of a missing key raises KeyNotFound"
+        entry = await answered(client, documented, "get of a key never written", kv.get("absent"), KeyNotFound)
+    assert isinstance(entry, KeyNotFound), f"{documented}; {who(client)} get of a key never written returned {entry}"
 
 
 @pytest.mark.rule("kv.deny-delete")
@@ -361,10 +372,14 @@ async def test_direct_get_answers_the_latest_message_of_a_key(nc, bucket):
     await publish_raw(nc, f"$KV.{bucket}.k", b"v1")
     await publish_raw(nc, f"$KV.{bucket}.other", b"o")
     last = (await publish_raw(nc, f"$KV.{bucket}.k", b"v2"))["seq"]
-    reply = await nc.request(f"$JS.API.DIRECT.GET.{stream}.$KV.{bucket}.k", b"", timeout=5)
+    documented = f"ADR-8: $JS.API.DIRECT.GET.{stream}.$KV.{bucket}.k answers the key's latest message"
+    try:
+        reply = await nc.request(f"$JS.API.DIRECT.GET.{stream}.$KV.{bucket}.k", b"", timeout=5)
+    except nats.errors.NoRespondersError:
+        pytest.fail(f"{documented}; the server answered that nothing serves it (no responders)")
     headers = reply.headers or {}
     got = (headers.get("Nats-Stream"), headers.get("Nats-Subject"), headers.get("Nats-Sequence"), reply.data)
-    assert got == (stream, f"$KV.{bucket}.k", str(last), b"v2"), f"direct get answered {headers} {reply.data!r}"
+    assert got == (stream, f"$KV.{bucket}.k", str(last), b"v2"), f"{documented}; it answered {headers} {reply.data!r}"
 
 
 # --- keys, watchers, status --------------------------------------------------------------------------------------

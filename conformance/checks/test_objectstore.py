@@ -14,10 +14,9 @@ import json
 import pytest
 import pytest_asyncio
 
+from jetcheck.conformance.checks.answers import answered, who
 from jetcheck.conformance.clients.base import (
-    ClientError,
     DigestMismatch,
-    Indeterminate,
     ObjectExists,
     ObjectInfo,
     ObjectNotFound,
@@ -33,6 +32,9 @@ pytestmark = pytest.mark.asyncio
 
 DEFAULT_CHUNK = 128 * 1024
 ZERO_TIMES = (None, "", "0001-01-01T00:00:00Z")
+# What ADR-20 documents, as the checks' failures say it first (answered)
+STORED_BYTES = "ADR-20: get returns the stored bytes"
+LINKED_BYTES = "ADR-20: get of a link returns the linked object's bytes"
 
 
 def digest_of(data: bytes) -> str:
@@ -60,16 +62,11 @@ async def store(client, target, bucket):
         yield await session.object_store(bucket)
 
 
-async def not_found(call) -> tuple[bool, object]:
-    """(True, None) when the client said not found (ObjectNotFound); else (False, what it returned)."""
-    try:
-        return False, await call
-    except ObjectNotFound:
-        return True, None
-
-
-def who(client) -> str:
-    return f"{client.name} {client.version}"
+async def not_found(client, documented: str, op: str, call) -> tuple[bool, object]:
+    """(True, None) when the client said not found (ObjectNotFound); else (False, what it returned). Another error
+    fails the check, saying what is `documented` (answered)."""
+    got = await answered(client, documented, op, call, ObjectNotFound)
+    return (True, None) if isinstance(got, ObjectNotFound) else (False, got)
 
 
 async def stored_info(nc, bucket: str, name: str) -> list[dict]:
@@ -117,9 +114,10 @@ async def test_put_reports_the_digest_and_get_returns_the_bytes(client, store, b
     got = (info.name, info.bucket, info.size, info.chunks, info.digest)
     expected = ("docs/report.txt", bucket, 1000, 1, digest_of(data))
     assert got == expected, f"{who(client)} put returned (name, bucket, size, chunks, digest) {got}, not {expected}"
-    assert await store.get("docs/report.txt") == data, f"{who(client)} get returned other bytes than were put"
+    got = await answered(client, STORED_BYTES, "get", store.get("docs/report.txt"))
+    assert got == data, f"{STORED_BYTES}; {who(client)} get returned other bytes than were put"
     empty = await store.put("empty", b"")
-    got = (empty.size, empty.chunks, await store.get("empty"))
+    got = (empty.size, empty.chunks, await answered(client, STORED_BYTES, "get of an empty object", store.get("empty")))
     assert got == (0, 0, b""), f"{who(client)} put/get of an empty object gave (size, chunks, bytes) {got}"
 
 
@@ -165,7 +163,8 @@ async def test_large_objects_are_split_into_chunks(client, store, nc, bucket):
     expected = [DEFAULT_CHUNK, DEFAULT_CHUNK, 300 * 1024 - 2 * DEFAULT_CHUNK]
     assert sizes == expected, f"{who(client)} stored 300 KiB in chunks of {sizes}; ADR-20's default is 128 KiB"
     assert info.chunks == 3, f"{who(client)} put reported {info.chunks} chunks for 3"
-    assert await store.get("big") == data, f"{who(client)} get of a chunked object returned other bytes"
+    got = await answered(client, STORED_BYTES, "get of a chunked object", store.get("big"))
+    assert got == data, f"{STORED_BYTES}; {who(client)} get of a chunked object returned other bytes"
     info = await store.put("small", sample(10_000), chunk_size=4096)
     chunks = await subject_messages(nc, f"OBJ_{bucket}", f"$O.{bucket}.C.{info.nuid}")
     sizes = [len(m.payload) for m in chunks]
@@ -180,15 +179,13 @@ async def test_get_refuses_bytes_that_do_not_match_the_digest(client, store, nc,
     await store.put("o", sample(3000))
     info = (await stored_info(nc, bucket, "o"))[0]
     await write_info(nc, bucket, info | {"digest": digest_of(b"something else")})
-    try:
-        got = await store.get("o")
-    except DigestMismatch:
+    documented = "ADR-20: the digest is checked: get refuses bytes that do not match it"
+    got = await answered(
+        client, documented, "get of bytes that do not match the digest", store.get("o"), DigestMismatch
+    )
+    if isinstance(got, DigestMismatch):
         return
-    except Indeterminate:
-        raise
-    except ClientError as exc:
-        pytest.fail(f"{who(client)} get of bytes that do not match the digest failed otherwise: {exc}")
-    pytest.fail(f"ADR-20: the digest is checked; {who(client)} get returned {len(got)} bytes that do not match it")
+    pytest.fail(f"{documented}; {who(client)} get returned {len(got)} bytes that do not match the digest")
 
 
 # --- replace, delete, list ---------------------------------------------------------------------------------------
@@ -204,7 +201,9 @@ async def test_second_put_replaces_the_object(client, store, nc, bucket):
     assert [i["nuid"] for i in infos] == [second.nuid], f"info messages for the name after {who(client)}: {infos}"
     left = await subject_messages(nc, f"OBJ_{bucket}", f"$O.{bucket}.C.{first.nuid}")
     assert left == [], f"{who(client)} left {len(left)} chunks of the replaced object"
-    assert await store.get("o") == b"new bytes", f"{who(client)} get after a replace returned the old bytes"
+    documented = "ADR-20: after a put under a taken name, get returns the new bytes"
+    got = await answered(client, documented, "get after the replace", store.get("o"))
+    assert got == b"new bytes", f"{documented}; {who(client)} get after a replace returned the old bytes"
 
 
 @pytest.mark.rule("objectstore.delete")
@@ -212,26 +211,30 @@ async def test_deleted_object_is_not_found(client, store, nc, bucket):
     """After delete, get and info say not found, the chunks are gone and the info says deleted."""
     info = await store.put("o", sample(1000))
     await store.delete("o")
-    refused, got = await not_found(store.get("o"))
-    assert refused, f"ADR-20: a deleted object is not found; {who(client)} get returned {got!r}"
-    refused, shown = await not_found(store.info("o"))
-    assert refused, f"ADR-20: a deleted object is not found; {who(client)} info returned {shown}"
+    documented = "ADR-20: a deleted object is not found"
+    refused, got = await not_found(client, documented, "get of the deleted object", store.get("o"))
+    assert refused, f"{documented}; {who(client)} get returned {got!r}"
+    refused, shown = await not_found(client, documented, "info of the deleted object", store.info("o"))
+    assert refused, f"{documented}; {who(client)} info returned {shown}"
     left = await subject_messages(nc, f"OBJ_{bucket}", f"$O.{bucket}.C.{info.nuid}")
     assert left == [], f"{who(client)} left {len(left)} chunks of the deleted object"
     infos = await stored_info(nc, bucket, "o")
-    assert len(infos) == 1 and infos[0].get("deleted") is True, f"info after {who(client)} delete: {infos}"
-    shown = await store.info("o", show_deleted=True)
-    assert shown.deleted is True, f"{who(client)} info(show deleted) of a deleted object returned {shown}"
+    assert len(infos) == 1 and infos[0].get("deleted") is True, (
+        f"ADR-20: delete leaves the name one info message, marked deleted; info after {who(client)} delete: {infos}"
+    )
+    documented = "ADR-20: a deleted object's info says deleted"
+    shown = await answered(client, documented, "info(show deleted)", store.info("o", show_deleted=True))
+    assert shown.deleted is True, f"{documented}; {who(client)} info(show deleted) of a deleted object returned {shown}"
 
 
 @pytest.mark.rule("objectstore.delete-missing")
 async def test_deleting_a_missing_object_is_an_error(client, store):
     """delete of a name never put is a not-found error."""
     await store.put("present", b"x")
-    refused, answer = await not_found(store.delete("absent"))
+    documented = "ADR-20: 'It's an error to delete an object that does not exist'"
+    refused, answer = await not_found(client, documented, "delete of a missing object", store.delete("absent"))
     assert refused, (
-        f"ADR-20: 'It's an error to delete an object that does not exist'; {who(client)} delete of a missing "
-        f"object raised no not-found error and returned {answer}"
+        f"{documented}; {who(client)} delete of a missing object raised no not-found error and returned {answer}"
     )
 
 
@@ -322,9 +325,12 @@ async def test_update_meta_renames_to_a_free_name_only(client, store):
     """Renaming to a name held by a live object is refused; to an unused name it moves the object."""
     await store.put("o", b"payload")
     await store.put("taken", b"other")
-    with pytest.raises(ObjectExists):
-        await store.update_meta("o", new_name="taken")
-    assert await store.get("taken") == b"other", f"{who(client)}'s refused rename changed the object it named"
+    documented = "ADR-20: a rename onto the name of a live object is refused and changes nothing"
+    onto = store.update_meta("o", new_name="taken")
+    refused = await answered(client, documented, "rename onto the live object 'taken'", onto, ObjectExists)
+    assert isinstance(refused, ObjectExists), f"{documented}; {who(client)} renamed 'o' onto the live object 'taken'"
+    got = await answered(client, documented, "get of 'taken' after the refused rename", store.get("taken"))
+    assert got == b"other", f"{documented}; {who(client)}'s refused rename changed the object it named"
     try:
         await store.update_meta("o", new_name="moved")
     except ObjectExists as exc:
@@ -332,9 +338,11 @@ async def test_update_meta_renames_to_a_free_name_only(client, store):
             f"ADR-20 allows renaming through UpdateMeta; {who(client)} refused a rename to the unused name 'moved' "
             f"({exc}); nats-py's update_meta checks whether the old name, not the new one, is taken"
         )
-    assert await store.get("moved") == b"payload", f"{who(client)} renamed 'o' but 'moved' has other bytes"
-    refused, got = await not_found(store.get("o"))
-    assert refused, f"after {who(client)} renamed 'o' to 'moved', get('o') still returned {got!r}"
+    documented = "ADR-20: a rename moves the object to the new name"
+    got = await answered(client, documented, "get of the renamed object", store.get("moved"))
+    assert got == b"payload", f"{documented}; {who(client)} renamed 'o' but 'moved' has other bytes"
+    refused, got = await not_found(client, documented, "get of the old name", store.get("o"))
+    assert refused, f"{documented}; after {who(client)} renamed 'o' to 'moved', get('o') still returned {got!r}"
 
 
 @pytest.mark.rule("objectstore.link-get")
@@ -343,24 +351,28 @@ async def test_get_of_a_link_returns_the_linked_object(client, store, nc, bucket
     target = await store.put("target", b"linked bytes")
     link = {"name": "link", "bucket": bucket, "nuid": target.nuid + "L", "size": 0, "chunks": 0}
     await write_info(nc, bucket, link | {"options": {"link": {"bucket": bucket, "name": "target"}}})
-    got = await store.get("link")
-    assert got == b"linked bytes", f"{who(client)} get of a link returned {got!r}, not the linked object's bytes"
+    got = await answered(client, LINKED_BYTES, "get of a link", store.get("link"))
+    assert got == b"linked bytes", f"{LINKED_BYTES}; {who(client)} get of a link returned {got!r}"
     await store.delete("target")
-    refused, got = await not_found(store.get("link"))
-    assert refused, f"ADR-20: a link to a deleted object is not found; {who(client)} get returned {got!r}"
+    documented = "ADR-20: a link to a deleted object is not found"
+    refused, got = await not_found(client, documented, "get of a link to a deleted object", store.get("link"))
+    assert refused, f"{documented}; {who(client)} get returned {got!r}"
 
 
 @pytest.mark.rule("objectstore.add-link-rules")
 async def test_add_link_refuses_deleted_targets_and_links(client, store):
     """AddLink links to a live object, and refuses a deleted object or another link as the target."""
     await store.put("target", b"x")
-    try:
-        await store.add_link("link", "target")
-    except Unsupported as exc:
-        pytest.fail(f"ADR-20 proposes AddLink as required API; not implemented by {who(client)} ({exc})")
-    assert await store.get("link") == b"x", f"{who(client)}'s link does not return the target's bytes"
-    assert await refusal(store.add_link("link-to-link", "link")) is not None, f"{who(client)} linked to a link"
+    refused = await refusal(store.add_link("link", "target"))
+    if isinstance(refused, Unsupported):
+        pytest.fail(f"ADR-20 proposes AddLink as required API; not implemented by {who(client)} ({refused})")
+    assert refused is None, f"ADR-20: AddLink links a name to a live object; {who(client)} refused: {refused}"
+    got = await answered(client, LINKED_BYTES, "get of the link", store.get("link"))
+    assert got == b"x", f"{LINKED_BYTES}; {who(client)}'s link returned {got!r}, not the target's bytes"
+    assert await refusal(store.add_link("link-to-link", "link")) is not None, (
+        f"ADR-20: AddLink refuses a link as its target; {who(client)} linked to a link"
+    )
     await store.delete("target")
     assert await refusal(store.add_link("link-to-deleted", "target")) is not None, (
-        f"{who(client)} linked to a deleted object"
+        f"ADR-20: AddLink refuses a deleted object as its target; {who(client)} linked to a deleted object"
     )

@@ -89,7 +89,10 @@ async def test_max_bytes_bounds_delivery_and_ends_with_409(nc, js, names, make_s
         assert pending == (str(10 - delivered), str(max_bytes - used)), f"pending headers {reply.status.headers}"
     # A first message larger than max_bytes: nothing is delivered, the same status ends the request.
     too_small = await pull(nc, stream.name, consumer, {"batch": 1, "max_bytes": 50, "expires": 2 * NS}, wait=1.5)
-    assert not too_small.messages and _status(too_small) == ("409", "Message Size Exceeds MaxBytes")
+    assert not too_small.messages and _status(too_small) == ("409", "Message Size Exceeds MaxBytes"), (
+        f"documented status 409 Message Size Exceeds MaxBytes for a first message above max_bytes; got "
+        f"{_status(too_small)} after {len(too_small.messages)} messages"
+    )
 
 
 @pytest.mark.rule("pull.expires-timeout")
@@ -98,7 +101,7 @@ async def test_expired_request_ends_with_408_and_pending_headers(nc, js, names, 
     stream = await _stream_with(js, make_stream, 2)
     consumer = await _consumer(nc, names, stream)
     reply = await pull(nc, stream.name, consumer, {"batch": 5, "max_bytes": 100_000, "expires": 300 * MS}, wait=2.0)
-    assert len(reply.messages) == 2
+    assert len(reply.messages) == 2, f"the request delivered {len(reply.messages)} of the 2 stored messages"
     assert _status(reply) == ("408", "Request Timeout"), f"documented status 408 Request Timeout; got {_status(reply)}"
     headers = reply.status.headers
     observe("headers", headers)
@@ -232,5 +235,8 @@ async def test_unreadable_request_is_refused_400(nc, js, names, make_stream):
     consumer = await _consumer(nc, names, stream)
     reply = await pull(nc, stream.name, consumer, b'{"batch": "three"}', wait=1.0)
     code, description = _status(reply)
-    assert not reply.messages and code == "400", f"status {(code, description)}"
-    assert description.startswith("Bad Request - ") and len(description) > len("Bad Request - "), description
+    documented = "documented status 400 'Bad Request - <reason>'"
+    assert not reply.messages and code == "400", f"{documented}; got {(code, description)}"
+    assert description.startswith("Bad Request - ") and len(description) > len("Bad Request - "), (
+        f"{documented}; got {(code, description)}"
+    )

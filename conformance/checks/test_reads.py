@@ -32,12 +32,16 @@ async def _filled(js, make_stream, **config):
 
 
 async def _get(nc, stream, **request) -> dict:
-    return (await api(nc, f"$JS.API.STREAM.MSG.GET.{stream.name}", request))["message"]
+    """The message MSG.GET answers `request` with, for a request a stored message meets: a refusal fails the check."""
+    try:
+        return (await api(nc, f"$JS.API.STREAM.MSG.GET.{stream.name}", request))["message"]
+    except ApiError as error:
+        pytest.fail(f"MSG.GET {request} is documented to answer a stored message; the server refused it: {error}")
 
 
 async def _get_rejected(nc, stream, **request) -> tuple[int, int, str]:
     with pytest.raises(ApiError) as rejected:
-        await _get(nc, stream, **request)
+        await api(nc, f"$JS.API.STREAM.MSG.GET.{stream.name}", request)
     return rejected.value.code, rejected.value.err_code, rejected.value.description
 
 
@@ -101,6 +105,14 @@ async def _delete(nc, stream, seq: int, **request) -> dict:
     return await api(nc, f"$JS.API.STREAM.MSG.DELETE.{stream.name}", {"seq": seq, **request})
 
 
+async def _deleted(nc, stream, seq: int, **request) -> dict:
+    """MSG.DELETE of stored message `seq`, which a check needs done; a refusal fails the check in words."""
+    try:
+        return await _delete(nc, stream, seq, **request)
+    except ApiError as error:
+        pytest.fail(f"MSG.DELETE of stored message {seq} is documented to remove it; the server refused it: {error}")
+
+
 @pytest.mark.rule("reads.get-by-sequence")
 async def test_get_by_sequence_returns_the_stored_message(js, nc, make_stream):
     """MSG.GET with seq 2 returns subject, sequence, payload, headers and time of message 2."""
@@ -116,7 +128,7 @@ async def test_get_by_sequence_returns_the_stored_message(js, nc, make_stream):
 async def test_get_of_a_missing_sequence_is_rejected_with_10037(js, nc, make_stream):
     """MSG.GET of a deleted sequence, or one beyond the last, is refused with 404/10037."""
     stream = await _filled(js, make_stream)
-    await _delete(nc, stream, 2)
+    await _deleted(nc, stream, 2)
     for seq in (2, 99):
         assert await _get_rejected(nc, stream, seq=seq) == NO_MESSAGE, f"seq {seq}"
 
@@ -126,7 +138,10 @@ async def test_get_last_by_subject_returns_the_newest_on_it(js, nc, make_stream)
     """MSG.GET last_by_subj `a` returns sequence 3; a subject with no message is refused with 404/10037."""
     stream = await _filled(js, make_stream)
     message = await _get(nc, stream, last_by_subj=stream.subject("a"))
-    assert (message["subject"], *_seq_and_payload(message)) == (stream.subject("a"), 3, b"three")
+    found = (message["subject"], *_seq_and_payload(message))
+    assert found == (stream.subject("a"), 3, b"three"), (
+        f"ADR-31: last_by_subj returns the last message having the subject, seq 3 b'three'; got {found}"
+    )
     assert await _get_rejected(nc, stream, last_by_subj=stream.subject("none")) == NO_MESSAGE
 
 
@@ -148,7 +163,7 @@ async def test_get_last_by_subject_returns_the_newest_after_deletes_and_new_stor
 
     async def delete(*seqs: int) -> None:
         for seq in seqs:
-            await _delete(nc, stream, seq, no_erase=True)
+            await _deleted(nc, stream, seq, no_erase=True)
 
     # nats-server's own test of a subject's first and last (TestStoreSubjectStateConsistency), through the API
     await store(4)
@@ -212,7 +227,10 @@ async def test_direct_get_with_the_subject_appended_returns_its_last_message(js,
     subject = f"$JS.API.DIRECT.GET.{stream.name}.{stream.subject('a')}"
     msg = await _direct(nc, subject)
     assert _status(msg) is None, f"status {_status(msg)}"
-    assert (int(msg.headers["Nats-Sequence"]), msg.data) == (3, b"three")
+    found = ((msg.headers or {}).get("Nats-Sequence"), msg.data)
+    assert found == ("3", b"three"), (
+        f"ADR-31: the last message on the subject, Nats-Sequence 3 b'three'; got {found} with headers {msg.headers}"
+    )
     assert _status(await _direct(nc, subject, {"seq": 1})) == "408"
 
 
@@ -263,7 +281,7 @@ async def test_a_batched_direct_get_from_a_deleted_sequence_returns_the_messages
     await purge(nc, stream.name)
     for token in ("d", "e", "f"):  # sequences 4, 5 and 6
         await js.publish(stream.subject(token), b"stored")
-    await _delete(nc, stream, 5)
+    await _deleted(nc, stream, 5)
     for start, expected in ((1, [4, 6]), (5, [6])):
         body = {"seq": start, "batch": 10}
         seqs, status = await _direct_replies(nc, stream, body)
@@ -294,12 +312,12 @@ async def test_delete_message_removes_exactly_that_message(js, nc, make_stream, 
     """Deleting sequence 2 and then 1 leaves 3 and 4: a gap is counted, then the first sequence moves."""
     stream = await _filled(js, make_stream)
     request = {"no_erase": True} if no_erase else {}
-    assert (await _delete(nc, stream, 2, **request))["success"] is True
+    assert (await _deleted(nc, stream, 2, **request))["success"] is True
     assert await _get_rejected(nc, stream, seq=2) == NO_MESSAGE
     info = await api(nc, f"$JS.API.STREAM.INFO.{stream.name}")
     state = info["state"]
     assert (state["messages"], state["first_seq"], state.get("num_deleted")) == (3, 1, 1), f"state: {state}"
-    assert (await _delete(nc, stream, 1, **request))["success"] is True
+    assert (await _deleted(nc, stream, 1, **request))["success"] is True
     state = await stream_state(nc, stream.name)
     assert (state.messages, state.first_seq, state.last_seq) == (2, 3, 4), f"state: {state}"
     assert _seq_and_payload(await _get(nc, stream, seq=3)) == (3, b"three")
@@ -309,8 +327,8 @@ async def test_delete_message_removes_exactly_that_message(js, nc, make_stream, 
 async def test_delete_of_a_missing_sequence_is_rejected(js, nc, make_stream):
     """Deleting a removed first (10057) or inner (10043) sequence, or one beyond the last (10057), changes nothing."""
     stream = await _filled(js, make_stream)
-    await _delete(nc, stream, 1)
-    await _delete(nc, stream, 3)
+    await _deleted(nc, stream, 1)
+    await _deleted(nc, stream, 3)
     expected = {
         1: (500, 10057, "no message found"),
         3: (400, 10043, "sequence 3 not found"),

@@ -68,10 +68,6 @@ class Documented:
     # start and filter; a push one also gets the idle heartbeat. A key left out is not checked.
     ordered_config: Mapping[str, object] = field(default_factory=dict)
     consumes: str = "push"  # how it consumes continuously: "push" (session.push) or "pull" (session.consume)
-    # How a push consumer's queue group is chosen when the client binds one: "argument" (the application names the
-    # queue, and a mismatch with the consumer's deliver_group is refused) or "consumer" (the client always takes the
-    # consumer's own deliver_group: no mismatch can be asked for).
-    push_queue: str = "argument"
     # Whether its object store watch offers updates-only (nats-py's and nats.go's docs do; ADR-20 lists no such option).
     object_watch_updates_only: bool = True
     # Where the client documents each entry above (field name -> its docs, or the source file and function that does

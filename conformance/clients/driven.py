@@ -28,6 +28,7 @@ MISBEHAVE_MODES = (
     "drop-deliveries-after-reset",
     "watch-no-end-of-data",
     "watch-drop-first",
+    "bind-any-queue",
 )
 
 JS_DOCUMENTED = Documented(
@@ -50,8 +51,6 @@ JS_DOCUMENTED = Documented(
         "inactive_threshold": 300 * NS,
     },
     consumes="pull",  # consume() on a pull consumer (push consumers: getPushConsumer(), bound to existing ones)
-    # jetstream lib/pushconsumer.js consume(): subscribes with the consumer info's deliver_group as its queue.
-    push_queue="consumer",
     # @nats-io/obj lib/types.d.ts: watch(opts?: Partial<{ignoreDeletes?: boolean; includeHistory?: boolean}>)
     object_watch_updates_only=False,
     sources={
@@ -67,7 +66,6 @@ JS_DOCUMENTED = Documented(
         "ordered_config": "@nats-io/jetstream lib/consumer.js getConsumerOpts(): ack none, max_deliver 1, "
         "mem_storage, num_replicas 1, inactive_threshold 5 min, no durable",
         "consumes": "@nats-io/jetstream README: consume() on a pull consumer",
-        "push_queue": "@nats-io/jetstream lib/pushconsumer.ts consume(): queue is the consumer info's deliver_group",
         "object_watch_updates_only": "@nats-io/obj lib/types.ts ObjectStore.watch(opts: ignoreDeletes, "
         "includeHistory): no updates-only",
     },
@@ -93,8 +91,6 @@ GO_DOCUMENTED = Documented(
         "inactive_threshold": 300 * NS,
     },
     consumes="pull",  # Consume()/Messages() on a pull consumer
-    # jetstream/push.go Consume(): QueueSubscribe on the consumer info's DeliverGroup when it has one.
-    push_queue="consumer",
     sources={
         "ordered_idle_heartbeat_s": "jetstream/pull.go: unordered and ordered Consume() default to a 5 s heartbeat "
         "(30 s expiry)",
@@ -109,7 +105,6 @@ GO_DOCUMENTED = Documented(
         "ordered_config": "jetstream/ordered.go getConsumerConfig: AckNonePolicy, InactiveThreshold 5 min, Replicas "
         "1, MemoryStorage, no Durable, no MaxDeliver",
         "consumes": "jetstream/pull.go Consume()/Messages() on a pull consumer",
-        "push_queue": "jetstream/push.go Consume(): QueueSubscribe on the consumer info's DeliverGroup",
         "object_watch_updates_only": "jetstream/object.go ObjectStore.Watch(ctx, ...WatchOpt): UpdatesOnly() is one "
         "of its options",
     },

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import time
 from collections.abc import Callable
@@ -77,8 +78,6 @@ DOCUMENTED = Documented(
         "ordered_config": "nats/js/client.py JetStreamContext.subscribe: ordered_consumer sets flow_control, "
         "ack_policy none, max_deliver 1, idle_heartbeat, num_replicas 1, mem_storage; no durable",
         "consumes": "nats/js/client.py: pull_subscribe().fetch() only, no consume() or messages()",
-        "push_queue": "nats/js/client.py JetStreamContext.subscribe(queue=): 'cannot create a queue subscription "
-        "{queue} for a consumer with a deliver group {deliver_group}'",
         "object_watch_updates_only": "nats/js/object_store.py ObjectStore.watch(updates_only=False)",
     },
 )
@@ -244,10 +243,42 @@ def kv_errors(op: str):
         raise ClientError("api", f"{op}: {type(exc).__name__}: {exc}", 400, WRONG_LAST_SEQUENCE) from None
     except nats.js.errors.APIError as exc:
         raise ClientError("api", f"{op}: {type(exc).__name__}: {exc}", exc.code, exc.err_code) from None
+    # the rest (no answer, the client's other errors) is natspy_failures', around every KV method
+
+
+@contextlib.contextmanager
+def natspy_failures(op: str):
+    """What the adapter's own mappings leave of an exception from inside nats-py (an error they give no meaning, or
+    a Python error of nats-py's code, e.g. the AttributeError its object store get raises on an info without a
+    digest): ClientError kind "other" in the client's words, as a driver answers for a client's failed operation.
+    The adapter's errors pass as they are; no answer (a timeout, a lost connection) stays Indeterminate."""
+    try:
+        yield
+    except ClientError:
+        raise
     except NO_ANSWER as exc:
         raise Indeterminate("timeout", f"{op}: {type(exc).__name__}: {exc}") from None
-    except nats.errors.Error as exc:
+    except ConnectionError as exc:
+        raise Indeterminate("connection", f"{op}: {type(exc).__name__}: {exc}") from None
+    except Exception as exc:
         raise ClientError("other", f"{op}: {type(exc).__name__}: {exc}") from None
+
+
+def failures_in_words(cls: type) -> type:
+    """`cls` with each of its public coroutine methods under natspy_failures (named by the method)."""
+
+    def guarded(name: str, method: Callable) -> Callable:
+        @functools.wraps(method)
+        async def call(*args, **kwargs):
+            with natspy_failures(name):
+                return await method(*args, **kwargs)
+
+        return call
+
+    for name, method in list(vars(cls).items()):
+        if inspect.iscoroutinefunction(method) and not name.startswith("_"):
+            setattr(cls, name, guarded(name, method))
+    return cls
 
 
 def kv_entry(entry) -> KvEntry:
@@ -280,6 +311,7 @@ def natspy_lacks(call, option: str, version: str) -> None:
         raise Unsupported("unsupported", f"nats-py {version}'s {call.__qualname__} has no {option} option")
 
 
+@failures_in_words
 class NatsPyKeyValue:
     def __init__(self, kv, session: NatsPySession) -> None:
         self.kv = kv
@@ -402,6 +434,7 @@ def not_found_as_adapter_error():
         raise DigestMismatch("digest_mismatch", f"{type(exc).__name__}: {exc}") from None
 
 
+@failures_in_words
 class NatsPyObjectStore:
     def __init__(self, store: PyObjectStore, session: NatsPySession) -> None:
         self.store = store

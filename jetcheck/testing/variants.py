@@ -12,6 +12,8 @@ The driver protocol's misbehave modes (a driven client misreports inside its dri
 - `drop-deliveries-after-reset`: once a subscription's consumer is replaced, nothing more reaches the application.
 - `watch-no-end-of-data`: a watcher's end-of-initial-data signal never reaches the application.
 - `watch-drop-first`: the first update (not the end-of-initial-data signal) of every watcher never reaches it.
+- `bind-any-queue`: a push subscription that binds an existing consumer joins the consumer's own deliver_group,
+  whatever queue (or none) the application named: a client that does not check the match.
 
 nats-py's own variants (they need its API):
 - `never-reset`: the ordered consumer is a plain push consumer with the ordered settings that never recreates it
@@ -28,6 +30,7 @@ import contextlib
 import json
 from collections.abc import Callable
 
+import nats.js.errors
 from nats.js import api
 
 from jetcheck.conformance.clients import ClientVariant, register_variant
@@ -227,6 +230,20 @@ class DropDeliveriesAfterReset(WrappedSession):
         return RelayedSubscription(sub, relay)
 
 
+class BindAnyQueue(WrappedSession):
+    """Binds an existing push consumer with the consumer's own deliver_group as the queue, whatever was asked."""
+
+    async def push(self, stream: str, subject: str, **options):
+        if durable := options.get("durable"):
+            try:
+                info = await self.inner.js.consumer_info(stream, durable)
+            except nats.js.errors.NotFoundError:
+                info = None  # created below with the queue asked for
+            if info is not None:
+                options["queue"] = info.config.deliver_group
+        return await super().push(stream, subject, **options)
+
+
 class RelayedWatches:
     """A KV bucket or object store whose watchers' updates pass through a relay (a fresh one per watch, from
     `new_relay`) before the application sees them; everything else is the inner one's."""
@@ -286,6 +303,7 @@ WRAPPERS = {
     "drop-deliveries-after-reset": DropDeliveriesAfterReset,
     "watch-no-end-of-data": WatchNoEndOfData,
     "watch-drop-first": WatchDropFirst,
+    "bind-any-queue": BindAnyQueue,
 }
 
 

@@ -67,11 +67,6 @@ CLIENTS = tuple(ADAPTERS)
 # Adapter rules whose check is `na` for a client documenting this behaviour (the check reads the same field), so no
 # row can break them for it: rule -> (Documented field, value, why).
 NA_WHEN_DOCUMENTED = {
-    "push.queue-group-enforced": (
-        "push_queue",
-        "consumer",
-        "the client takes a push consumer's queue from its deliver_group",
-    ),
     "objectstore.watch-updates-only": (
         "object_watch_updates_only",
         False,
@@ -110,6 +105,8 @@ BREAKS = {
     ),
     # nats-py's own: an ordered consumer that never recreates its consumer (a held stall still delivers).
     "never-reset": Breaks(frozenset(RESETS | {DELETED, RESTART})),
+    # A bind that joins the consumer's own group whatever queue was named (nats.js fails the rule with no variant).
+    "bind-any-queue": Breaks(frozenset({"push.queue-group-enforced"})),
     "adr37-heartbeats": Breaks(frozenset()),  # a reference: it breaks nothing
 }
 # What a client is certified with as its baseline: one that documents no missed-heartbeat report has nothing for

@@ -81,7 +81,6 @@ PROOFS = [
             "push.durable-resumes",
             "push.ephemeral",
             "push.queue-group",
-            "push.queue-group-enforced",
         },
     ),
     # the two sides of the ephemeral push consumer's inactive threshold: removed too early, or only at the server's

@@ -559,7 +559,20 @@ func (s *subscription) noteConsumerLocked(name string) {
 }
 
 func (s *subscription) deliver(msg jetstream.Msg) {
-	record, err := deliveryRecord(msg)
+	s.deliverRecord(deliveryRecord(msg))
+}
+
+// deliverLegacy streams a message a JetStreamContext subscription received.
+func (s *subscription) deliverLegacy(msg *nats.Msg) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		s.deliverRecord(nil, err)
+		return
+	}
+	s.deliverRecord(deliveryFields(meta.Sequence.Stream, meta.Sequence.Consumer, msg.Subject, msg.Data, meta.Consumer), nil)
+}
+
+func (s *subscription) deliverRecord(record map[string]any, err error) {
 	if err != nil {
 		s.d.event(s.session, s.id, "error", "delivery without JetStream metadata: "+describe(err))
 		return
@@ -649,14 +662,18 @@ func deliveryRecord(msg jetstream.Msg) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return deliveryFields(meta.Sequence.Stream, meta.Sequence.Consumer, msg.Subject(), msg.Data(), meta.Consumer), nil
+}
+
+func deliveryFields(streamSeq, consumerSeq uint64, subject string, data []byte, consumer string) map[string]any {
 	return map[string]any{
-		"stream_seq":   meta.Sequence.Stream,
-		"consumer_seq": meta.Sequence.Consumer,
-		"subject":      msg.Subject(),
-		"payload_b64":  base64.StdEncoding.EncodeToString(msg.Data()),
-		"consumer":     meta.Consumer,
+		"stream_seq":   streamSeq,
+		"consumer_seq": consumerSeq,
+		"subject":      subject,
+		"payload_b64":  base64.StdEncoding.EncodeToString(data),
+		"consumer":     consumer,
 		"at_ns":        monoNs(),
-	}, nil
+	}
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -702,7 +719,7 @@ func (d *driver) writeEvent(sessionID, subID, kind, detail string) {
 var knownModes = map[string]bool{
 	"swallow-missed-heartbeat": true, "chatty-missed-heartbeat": true, "terminal-on-missed-heartbeat": true,
 	"duplicate-delivery": true, "drop-deliveries-after-reset": true,
-	"watch-no-end-of-data": true, "watch-drop-first": true,
+	"watch-no-end-of-data": true, "watch-drop-first": true, "bind-any-queue": true,
 }
 
 func (d *driver) misbehave(modes []string) (any, error) {
@@ -833,18 +850,25 @@ func (d *driver) push(req *request) (any, error) {
 	if req.InactiveThresholdS != nil {
 		cfg.InactiveThreshold = seconds(*req.InactiveThresholdS)
 	}
-	sub, cons, err := subscribed(d, s, req.Sub, false, func(ctx context.Context) (jetstream.PushConsumer, error) {
-		return pushConsumer(ctx, s.js, req.Stream, cfg)
+	var created bool
+	sub, cons, err := subscribed(d, s, req.Sub, false, func(ctx context.Context) (c jetstream.PushConsumer, err error) {
+		c, created, err = pushConsumer(ctx, s.js, req.Stream, cfg)
+		return c, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	cc, err := cons.Consume(sub.deliver, jetstream.ConsumeErrHandler(sub.onError))
+	info := cons.CachedInfo()
+	var cc jetstream.ConsumeContext
+	if !created && info.Config.DeliverGroup != req.Queue && !d.mode("bind-any-queue") {
+		cc, err = legacyBind(s, req, info.Name, sub)
+	} else {
+		cc, err = cons.Consume(sub.deliver, jetstream.ConsumeErrHandler(sub.onError))
+	}
 	if err != nil {
 		d.forget(sub)
 		return nil, err
 	}
-	info := cons.CachedInfo()
 	sub.mu.Lock()
 	sub.consumer = info.Name
 	sub.mu.Unlock()
@@ -857,16 +881,61 @@ func (d *driver) push(req *request) (any, error) {
 }
 
 // pushConsumer binds a durable push consumer that exists as it is (a second queue member must not move its deliver
-// subject), and creates it otherwise.
-func pushConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig) (jetstream.PushConsumer, error) {
+// subject), and creates it otherwise (created: true).
+func pushConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig) (jetstream.PushConsumer, bool, error) {
 	if cfg.Durable != "" {
 		cons, err := js.PushConsumer(ctx, stream, cfg.Durable)
 		if !errors.Is(err, jetstream.ErrConsumerNotFound) {
-			return cons, err
+			return cons, false, err
 		}
 	}
-	return js.CreateOrUpdatePushConsumer(ctx, stream, cfg)
+	cons, err := js.CreateOrUpdatePushConsumer(ctx, stream, cfg)
+	return cons, true, err
 }
+
+// legacyBind subscribes to the existing push consumer `durable` with the queue the application names (none when
+// req.Queue is empty). The jetstream package's Consume always joins the consumer's own deliver_group, so it cannot be
+// asked for another queue; the JetStreamContext API can, and refuses one that does not match (nats.go PR #794).
+func legacyBind(s *session, req *request, durable string, sub *subscription) (jetstream.ConsumeContext, error) {
+	js, err := s.nc.JetStream()
+	if err != nil {
+		return nil, err
+	}
+	handler := func(msg *nats.Msg) { sub.deliverLegacy(msg) }
+	var bound *nats.Subscription
+	if req.Queue == "" {
+		bound, err = js.Subscribe(req.Subject, handler, nats.Bind(req.Stream, durable))
+	} else {
+		bound, err = js.QueueSubscribe(req.Subject, req.Queue, handler, nats.Bind(req.Stream, durable))
+	}
+	if err != nil {
+		if f := classify(err); f.Kind != "other" {
+			return nil, f
+		}
+		return nil, failure("invalid", "%s", describe(err)) // the client's own refusal, before any subscription
+	}
+	return &legacyConsumption{sub: bound, closed: make(chan struct{})}, nil
+}
+
+// legacyConsumption is a JetStreamContext subscription seen as the jetstream package's ConsumeContext.
+type legacyConsumption struct {
+	sub    *nats.Subscription
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (c *legacyConsumption) end(unsubscribe func() error) {
+	c.once.Do(func() {
+		if err := unsubscribe(); err != nil {
+			log.Printf("legacy subscription: %v", err)
+		}
+		close(c.closed)
+	})
+}
+
+func (c *legacyConsumption) Stop()                   { c.end(c.sub.Unsubscribe) }
+func (c *legacyConsumption) Drain()                  { c.end(c.sub.Drain) }
+func (c *legacyConsumption) Closed() <-chan struct{} { return c.closed }
 
 // acking wraps a handler so each message is acknowledged after it was streamed.
 func acking(sub *subscription) jetstream.MessageHandler {

@@ -44,6 +44,7 @@ const MODES = new Set([
   "drop-deliveries-after-reset",
   "watch-no-end-of-data",
   "watch-drop-first",
+  "bind-any-queue",
 ]);
 const CHATTY_EVERY_MS = 100;
 const DELIVER_POLICIES = {
@@ -473,7 +474,17 @@ const handlers = {
     }
     return startSub(req, session, async (sub) => {
       const jsm = await session.manager();
-      const info = (await existingDurable(jsm, stream, req.durable)) ?? (await jsm.consumers.add(stream, config));
+      const existing = await existingDurable(jsm, stream, req.durable);
+      const info = existing ?? (await jsm.consumers.add(stream, config));
+      if (existing && (info.config.deliver_group ?? null) !== (req.queue ?? null) && !modes.has("bind-any-queue")) {
+        throw new RequestError(
+          "unsupported",
+          `@nats-io/jetstream ${packageVersion("@nats-io/jetstream")} has no push subscription that names its queue: ` +
+            `getPushConsumer().consume() joins the consumer's deliver_group ` +
+            `(${JSON.stringify(info.config.deliver_group ?? null)}), so it cannot subscribe with queue ` +
+            `${JSON.stringify(req.queue ?? null)}`,
+        );
+      }
       const consumer = await session.js.consumers.getPushConsumer(stream, info.name);
       follow(sub, await consumer.consume(), false);
       // The client watches the consumer's own idle_heartbeat as configured (it raises no push heartbeat).
