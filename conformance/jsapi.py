@@ -43,6 +43,12 @@ async def api(nc: Client, subject: str, body: dict[str, Any] | None = None) -> d
     return data
 
 
+async def publish_raw(nc: Client, subject: str, payload: bytes = b"", headers: dict[str, str] | None = None) -> dict:
+    """Publish as a request and return the PubAck (or error) JSON exactly as the server answered."""
+    reply = await nc.request(subject, payload, timeout=API_TIMEOUT_S, headers=headers)
+    return json.loads(reply.data)
+
+
 async def create_stream(nc: Client, name: str, subjects: list[str], **config: Any) -> dict[str, Any]:
     """Create a stream, wait until publishes reach it, and return the configuration the server settled on."""
     body = {"name": name, "subjects": subjects, "storage": "file", **config}

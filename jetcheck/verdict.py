@@ -149,6 +149,8 @@ class SubjectVerdict:
             if errors:
                 head += f" ({errors} of them could not finish: error)"
             head += f", {rules}"
+        elif self.complete and not self.must_in_profile:
+            head = f"not certified: none of the MUST rules checked is in the profile, {rules}"
         elif self.complete and not self.certified:
             head = (
                 f"not certified: {self.must_not_run} of its {self.must_in_profile} MUST rules in the profile did "

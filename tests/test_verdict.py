@@ -124,6 +124,15 @@ class TestProfiles:
         assert verdict.lines() == ["server 2.15.1: conforms, 1/6 server rules pass (5 not in profile)"]
         assert verdict.exit_code() == EXIT_CONFORMS
 
+    def test_a_run_of_only_rules_newer_than_the_profile_certifies_nothing_and_says_so(self):
+        """Only rules of a newer release were selected: not certified, in words that say none was in the profile."""
+        verdict = judge([result(f"s.new{n}", "na", message=self.NEWER) for n in range(3)], FINISHED)
+        assert verdict.lines() == [
+            "server 2.15.1: not certified: none of the MUST rules checked is in the profile, 0/3 server rules pass "
+            "(3 not in profile)"
+        ]
+        assert verdict.exit_code() == EXIT_NOT_CERTIFIED
+
     @pytest.mark.parametrize("missing", ["skip", "na"])
     def test_a_subject_most_of_whose_must_rules_did_not_run_is_not_certified(self, missing):
         """Two of three MUST rules of the profile not run (skipped, or na for what the target cannot do): no

@@ -8,7 +8,6 @@ test (the `client` fixture, any adapter), watchers included.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncIterator, Awaitable
 
 import nats.errors
@@ -25,7 +24,7 @@ from jetcheck.conformance.clients.base import (
     connected,
     refusal,
 )
-from jetcheck.conformance.jsapi import NS, ApiError, api, purge, subject_messages
+from jetcheck.conformance.jsapi import NS, ApiError, api, publish_raw, purge, subject_messages
 from jetcheck.conformance.watching import watched, within
 
 pytestmark = pytest.mark.asyncio
@@ -60,12 +59,6 @@ async def adr8_bucket(nc, bucket: str, history: int = 1) -> str:
     }
     await api(nc, f"$JS.API.STREAM.CREATE.{stream}", config)
     return stream
-
-
-async def publish_raw(nc, subject: str, payload: bytes = b"", headers: dict[str, str] | None = None) -> dict:
-    """Publish as a request and return the PubAck (or error) JSON exactly as the server answered."""
-    reply = await nc.request(subject, payload, timeout=5, headers=headers)
-    return json.loads(reply.data)
 
 
 def _show(entry: KvEntry | None) -> str:

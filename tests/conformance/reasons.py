@@ -23,7 +23,7 @@ part of the assertion the row fails at, and an uncaught exception carries none o
 that failed through an uncaught exception before they said it in words: the pull statuses ("documented status"), the
 stream creates and updates that must be refused or must succeed, MSG.GET and DIRECT.GET answers, a stream a check
 needs that the server refuses (make_stream), an ack that reaches no consumer, and push.queue-group and
-queue-group-enforced.
+queue-group-enforced; and those of the ttl and pause areas, whose checks were written with them.
 """
 
 from __future__ import annotations
@@ -106,8 +106,8 @@ REASONS: dict[str, str | tuple[str, ...]] = {
     "limits.workqueue-stream": "discard old state: StreamState",
     "model.limits-discard-deletes": "the rules give",
     "model.publish-purge": "the rules give",
-    "objectstore.bucket-stream": "0 created differs from ADR-20",
     "objectstore.add-link-rules": "ADR-20: get of a link returns the linked object's bytes",
+    "objectstore.bucket-stream": "0 created differs from ADR-20",
     "objectstore.chunking": "ADR-20: get returns the stored bytes",
     "objectstore.delete": "ADR-20: delete leaves the name one info message, marked deleted",
     "objectstore.delete-missing": "0 delete of a missing object raised no not-found error",
@@ -129,6 +129,11 @@ REASONS: dict[str, str | tuple[str, ...]] = {
     "ordered.recreated-config": "0: after a delivery was dropped in transit: expected",
     "ordered.server-restart-recovered": "once each, in order; the client delivered",
     "ordered.start-policy": "once each, in order; the client delivered",
+    "pause.create-config": "a consumer created with PauseUntil is paused until then",
+    "pause.heartbeats-continue": "continue to receive heartbeat messages",
+    "pause.no-deliveries": ("delivers nothing before its pause_until", "delivery resumes once the deadline has passed"),
+    "pause.resume-empty": "If payload is nil the consumer will be resumed",
+    "pause.until": ("the pause answers paused true", "consumer info of a paused consumer shows paused"),
     "publish.expected-checks-before-dedup": "-first; it checked",
     "publish.expected-last-msg-id": ("DID NOT RAISE BadRequestError", "documented to be stored; the server refused it"),
     "publish.expected-last-sequence": "DID NOT RAISE BadRequestError",
@@ -142,8 +147,8 @@ REASONS: dict[str, str | tuple[str, ...]] = {
     "pull.empty-body-one": "an empty request delivered 2 messages",
     "pull.expires-timeout": "documented status",
     "pull.max-bytes": "documented status",
-    "pull.max-request-expires": "documented status",
     "pull.max-request-batch": "documented status 409 Exceeded MaxRequestBatch",
+    "pull.max-request-expires": "documented status",
     "pull.max-request-max-bytes": "documented status 409 Exceeded MaxRequestMaxBytes",
     "pull.max-waiting": "documented status",
     "pull.no-wait-empty": "documented status",
@@ -204,6 +209,15 @@ REASONS: dict[str, str | tuple[str, ...]] = {
     "streams.update-retention-workqueue-rejected": "is documented as refused; the server accepted it",
     "streams.update-storage-rejected": "is documented as refused; the server accepted it",
     "streams.update-unknown-rejected": "DID NOT RAISE ApiError",
+    "ttl.cannot-disable": "is documented as refused; the server accepted it",
+    "ttl.clamped-to-marker-ttl": "the effective TTL is raised to the marker TTL",
+    "ttl.disabled-refused": "a Nats-TTL publish to a stream with the feature disabled is rejected",
+    "ttl.expires": ("was still stored", "is removed at its deadline"),
+    "ttl.invalid-refused": "an unparsable or sub-second Nats-TTL is rejected with 10165",
+    "ttl.marker-sets-rollup": "AllowRollup must be true",
+    "ttl.marker-ttl-minimum": "is documented as refused; the server accepted it",
+    "ttl.max-age-marker": "the server places a marker",
+    "ttl.never": "a never message is not removed by the stream's MaxAge",
 }
 ROW_REASONS: dict[str, dict[str, str | tuple[str, ...]]] = {
     "acks-only+consumer-deliver-last": {

@@ -88,6 +88,24 @@ PROOFS = [
     ),
     proof("purge-hide-errors", BASIC, {"purge.seq-keep-rejected", "purge.unknown-stream", MODEL}),
     proof("create-drop-limits", "model", {"model.limits-discard-deletes"}),
+    # per-message TTL (ADR-43): the header lost on the way, halved (the early side of its expiry), markers not asked
+    proof(
+        "strip-ttl",
+        "ttl",
+        {"ttl.disabled-refused", "ttl.invalid-refused", "ttl.expires", "ttl.never", "ttl.clamped-to-marker-ttl"},
+    ),
+    proof("ttl-halved", "ttl", {"ttl.expires"}),
+    proof(
+        "create-drop-marker-ttl",
+        "ttl",
+        {"ttl.marker-ttl-minimum", "ttl.marker-sets-rollup", "ttl.max-age-marker", "ttl.clamped-to-marker-ttl"},
+    ),
+    proof("stream-hide-errors", "ttl", {"ttl.cannot-disable", "ttl.marker-ttl-minimum"}),
+    # consumer pause (2.11): never paused, paused for good, a resume that pauses, heartbeats lost
+    proof("pause-ignored", "pause", {"pause.until", "pause.no-deliveries", "pause.create-config"}),
+    proof("pause-forever", "pause", {"pause.until", "pause.no-deliveries"}),
+    proof("pause-on-resume", "pause", {"pause.resume-empty"}),
+    proof("drop-heartbeats", "pause", {"pause.heartbeats-continue"}),
 ]
 # Rows that need a 3-node cluster behind the proxy: the replicated-stream instances are na on one server.
 CLUSTER_PROOFS = [

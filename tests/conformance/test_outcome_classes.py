@@ -4,13 +4,15 @@ plugin's side: tests/conformance/test_plugin.py)."""
 
 from __future__ import annotations
 
+import contextlib
+
 import nats.errors
 import nats.js.errors
 import pytest
 
 from jetcheck.conformance.clients.base import ClientError, Indeterminate, Unsupported, refusal
 from jetcheck.conformance.clients.driver import DriverConnectionError, DriverTimeout, error_for
-from jetcheck.conformance.clients.natspy import kv_errors, not_found_as_adapter_error
+from jetcheck.conformance.clients.natspy import kv_errors, natspy_failures, not_found_as_adapter_error
 
 NO_ANSWERS = [
     DriverTimeout("timeout", "get: timeout: the driver did not answer"),
@@ -51,12 +53,41 @@ async def test_a_refusal_is_the_clients_answer_and_success_is_none():
     assert await refusal(_raising(None)) is None
 
 
-@pytest.mark.parametrize("adapter", [kv_errors, lambda op: not_found_as_adapter_error()], ids=["kv", "objectstore"])
+@contextlib.contextmanager
+def kv_adapter(op: str):
+    """What wraps a NatsPyKeyValue method: natspy_failures (every method) around kv_errors (its own)."""
+    with natspy_failures(op), kv_errors(op):
+        yield
+
+
+@contextlib.contextmanager
+def object_store_adapter(op: str):
+    with natspy_failures(op), not_found_as_adapter_error():
+        yield
+
+
+ADAPTERS = [kv_adapter, object_store_adapter]
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS, ids=["kv", "objectstore"])
 @pytest.mark.parametrize("exc", NATS_PY_NO_ANSWERS, ids=lambda e: type(e).__name__)
 def test_nats_py_operations_without_an_answer_are_indeterminate(adapter, exc):
     """nats-py's timeouts and closed connections reach the checks as Indeterminate, not as the client's refusal."""
     with pytest.raises(Indeterminate), adapter("get"):
         raise exc
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS, ids=["kv", "objectstore"])
+def test_a_failure_inside_nats_py_is_the_clients_answer_in_its_words(adapter):
+    """An exception of nats-py's own code (its object store get on an info without a digest raises AttributeError)
+    is the client's failed operation, kind other, with its words: a deviation a check words, not a crash."""
+    with pytest.raises(ClientError) as failed, adapter("get"):
+        raise AttributeError("'NoneType' object has no attribute 'replace'")
+    assert not isinstance(failed.value, Indeterminate)
+    assert (failed.value.kind, str(failed.value)) == (
+        "other",
+        "get: AttributeError: 'NoneType' object has no attribute 'replace'",
+    )
 
 
 def test_nats_py_api_refusals_keep_their_codes():

@@ -1,0 +1,80 @@
+"""Breakers of the per-message TTL (ADR-43) and consumer pause (2.11) rules."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from jetcheck.fixtures.nats_protocol import Frame, NatsHeaders
+from jetcheck.fixtures.proxy import Breaker, HookResult, compose
+
+from .breakers import API, CREATE_SUBJECT, dropping, headers_remover, json_request_rewriter, request_rewriting
+from .breakers_consumers import CONSUMER_CREATE
+
+TTL = "Nats-TTL"
+PAUSE_SUBJECT = re.compile(API + r"CONSUMER\.PAUSE\.[^.]+\.[^.]+$")
+WHOLE_SECONDS = re.compile(r"^(\d+)s?$")
+FOREVER_S = 3600.0  # a pause that outlasts any check
+
+
+def _halve_ttl(frame: Frame) -> HookResult:
+    """A publish's Nats-TTL of whole seconds becomes half of it (at least 1 s): its message expires too early."""
+    if frame.op != "HPUB" or frame.headers is None or TTL.encode() not in frame.headers:
+        return frame
+    headers = NatsHeaders.parse(frame.headers)
+    found = WHOLE_SECONDS.match(headers.get(TTL) or "")
+    if found is None or int(found.group(1)) < 2:
+        return frame
+    headers.remove(TTL)
+    headers.items.append((TTL, f"{int(found.group(1)) // 2}s"))
+    return frame.with_headers(headers)
+
+
+def _rfc3339(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _resume_instead(body: dict) -> bool:
+    """A pause request becomes a resume (no pause_until)."""
+    return dropping("pause_until")(body)
+
+
+def _pause_forever(body: dict) -> bool:
+    """A pause until some time becomes a pause for an hour: the consumer does not resume by itself."""
+    if not body.get("pause_until"):
+        return False
+    body["pause_until"] = _rfc3339(time.time() + FOREVER_S)
+    return True
+
+
+def _pause_on_resume(body: dict) -> bool:
+    """A resume (no pause_until) becomes a pause for an hour."""
+    if body.get("pause_until"):
+        return False
+    body["pause_until"] = _rfc3339(time.time() + FOREVER_S)
+    return True
+
+
+def _pause_ignored() -> Breaker:
+    """The server never pauses: pause requests resume, and consumer creates lose their pause_until."""
+    return Breaker(
+        "pause-ignored",
+        compose(
+            json_request_rewriter(PAUSE_SUBJECT, _resume_instead),
+            json_request_rewriter(CONSUMER_CREATE, dropping("pause_until", within="config")),
+        ),
+    )
+
+
+BREAKERS: dict[str, Callable[[], Breaker]] = {
+    "strip-ttl": lambda: Breaker("strip-ttl", headers_remover(TTL)),
+    "ttl-halved": lambda: Breaker("ttl-halved", _halve_ttl),
+    "create-drop-marker-ttl": request_rewriting(
+        "create-drop-marker-ttl", CREATE_SUBJECT, dropping("subject_delete_marker_ttl")
+    ),
+    "pause-ignored": _pause_ignored,
+    "pause-forever": request_rewriting("pause-forever", PAUSE_SUBJECT, _pause_forever),
+    "pause-on-resume": request_rewriting("pause-on-resume", PAUSE_SUBJECT, _pause_on_resume),
+}
