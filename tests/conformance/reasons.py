@@ -23,12 +23,17 @@ part of the assertion the row fails at, and an uncaught exception carries none o
 that failed through an uncaught exception before they said it in words: the pull statuses ("documented status"), the
 stream creates and updates that must be refused or must succeed, MSG.GET and DIRECT.GET answers, a stream a check
 needs that the server refuses (make_stream), an ack that reaches no consumer, and push.queue-group and
-queue-group-enforced; and those of the ttl and pause areas, whose checks were written with them.
+queue-group-enforced; and those of the ttl, pause and apilevel areas, whose checks were written with them.
 """
 
 from __future__ import annotations
 
 REASONS: dict[str, str | tuple[str, ...]] = {
+    "apilevel.asset-metadata": "the server sets _nats.ver, _nats.level and _nats.req.level",
+    "apilevel.info": "servers advertise their API level in $JS.API.INFO",
+    "apilevel.required-header": "a request requiring API level",
+    "apilevel.required-header-words": "will error with api level not supported",
+    "apilevel.required-level": "requires API level 1",
     "consumers.ack-all": "want, got await _info_reaches",
     "consumers.ack-explicit": "want, got await _info_reaches",
     "consumers.ack-none": "want, got await _info_reaches",

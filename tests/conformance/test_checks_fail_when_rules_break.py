@@ -106,6 +106,10 @@ PROOFS = [
     proof("pause-forever", "pause", {"pause.until", "pause.no-deliveries"}),
     proof("pause-on-resume", "pause", {"pause.resume-empty"}),
     proof("drop-heartbeats", "pause", {"pause.heartbeats-continue"}),
+    # API levels and asset metadata (ADR-44): the level not advertised, the server's metadata lost, the header lost
+    proof("info-drop-api-level", "apilevel", {"apilevel.info", "apilevel.asset-metadata", "apilevel.required-header"}),
+    proof("strip-asset-metadata", "apilevel", {"apilevel.asset-metadata", "apilevel.required-level"}),
+    proof("strip-required-level", "apilevel", {"apilevel.required-header", "apilevel.required-header-words"}),
 ]
 # Rows that need a 3-node cluster behind the proxy: the replicated-stream instances are na on one server.
 CLUSTER_PROOFS = [

@@ -1,4 +1,5 @@
-"""Breakers of the per-message TTL (ADR-43) and consumer pause (2.11) rules."""
+"""Breakers of the rules of what nats-server added from 2.11: per-message TTL (ADR-43), consumer pause, API levels
+and asset metadata (ADR-44)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,24 @@ from datetime import UTC, datetime
 from jetcheck.fixtures.nats_protocol import Frame, NatsHeaders
 from jetcheck.fixtures.proxy import Breaker, HookResult, compose
 
-from .breakers import API, CREATE_SUBJECT, dropping, headers_remover, json_request_rewriter, request_rewriting
+from .breakers import (
+    API,
+    CREATE_SUBJECT,
+    ReplyRewriter,
+    dropping,
+    headers_remover,
+    json_request_rewriter,
+    request_rewriting,
+)
 from .breakers_consumers import CONSUMER_CREATE
 
 TTL = "Nats-TTL"
 PAUSE_SUBJECT = re.compile(API + r"CONSUMER\.PAUSE\.[^.]+\.[^.]+$")
 WHOLE_SECONDS = re.compile(r"^(\d+)s?$")
 FOREVER_S = 3600.0  # a pause that outlasts any check
+INFO_SUBJECT = re.compile(API + r"INFO$")
+ASSET_CREATE = re.compile(API + r"(?:STREAM|CONSUMER)\.(?:DURABLE\.)?CREATE\..+$")
+REQUIRED_LEVEL = "Nats-Required-Api-Level"
 
 
 def _halve_ttl(frame: Frame) -> HookResult:
@@ -68,6 +80,17 @@ def _pause_ignored() -> Breaker:
     )
 
 
+def _strip_server_metadata(body: dict) -> bool:
+    """A create reply's config loses the _nats.* metadata the server sets."""
+    metadata = (body.get("config") or {}).get("metadata")
+    if not isinstance(metadata, dict):
+        return False
+    server_set = [key for key in metadata if key.startswith("_nats.")]
+    for key in server_set:
+        del metadata[key]
+    return bool(server_set)
+
+
 BREAKERS: dict[str, Callable[[], Breaker]] = {
     "strip-ttl": lambda: Breaker("strip-ttl", headers_remover(TTL)),
     "ttl-halved": lambda: Breaker("ttl-halved", _halve_ttl),
@@ -77,4 +100,7 @@ BREAKERS: dict[str, Callable[[], Breaker]] = {
     "pause-ignored": _pause_ignored,
     "pause-forever": request_rewriting("pause-forever", PAUSE_SUBJECT, _pause_forever),
     "pause-on-resume": request_rewriting("pause-on-resume", PAUSE_SUBJECT, _pause_on_resume),
+    "info-drop-api-level": lambda: ReplyRewriter(INFO_SUBJECT, dropping("api")).breaker("info-drop-api-level"),
+    "strip-asset-metadata": lambda: ReplyRewriter(ASSET_CREATE, _strip_server_metadata).breaker("strip-asset-metadata"),
+    "strip-required-level": lambda: Breaker("strip-required-level", headers_remover(REQUIRED_LEVEL)),
 }
