@@ -22,11 +22,12 @@ class StreamUnderTest:
 
 @pytest.fixture
 def make_stream(nc, names):
-    """Create a stream with the run prefix on `<root>.>`; `config` overrides the defaults (file storage). The checks
-    ask only for documented configurations, so a refusal fails the check in words (a deviation, not a crash)."""
+    """Create a stream with the run prefix on `<root>.>` (a fresh root unless one is given, for a config that names
+    its own subjects); `config` overrides the defaults (file storage). The checks ask only for documented
+    configurations, so a refusal fails the check in words (a deviation, not a crash)."""
 
-    async def make(**config: Any) -> StreamUnderTest:
-        name, root = names.stream(), names.subject()
+    async def make(root: str | None = None, **config: Any) -> StreamUnderTest:
+        name, root = names.stream(), root or names.subject()
         try:
             settled = await create_stream(nc, name, [f"{root}.>"], **config)
         except ApiError as error:

@@ -1,5 +1,5 @@
-"""Breakers of the rules of what nats-server added from 2.11: per-message TTL (ADR-43), consumer pause, API levels
-and asset metadata (ADR-44)."""
+"""Breakers of the stream and consumer features: republish (ADR-28), metadata (ADR-33), compression (ADR-35), and
+what nats-server added from 2.11: per-message TTL (ADR-43), consumer pause, API levels and asset metadata (ADR-44)."""
 
 from __future__ import annotations
 
@@ -69,6 +69,17 @@ def _pause_on_resume(body: dict) -> bool:
     return True
 
 
+def _create_dropping_metadata() -> Breaker:
+    """Stream and consumer creates lose the metadata they ask for."""
+    return Breaker(
+        "create-drop-metadata",
+        compose(
+            json_request_rewriter(CREATE_SUBJECT, dropping("metadata")),
+            json_request_rewriter(CONSUMER_CREATE, dropping("metadata", within="config")),
+        ),
+    )
+
+
 def _pause_ignored() -> Breaker:
     """The server never pauses: pause requests resume, and consumer creates lose their pause_until."""
     return Breaker(
@@ -103,4 +114,7 @@ BREAKERS: dict[str, Callable[[], Breaker]] = {
     "info-drop-api-level": lambda: ReplyRewriter(INFO_SUBJECT, dropping("api")).breaker("info-drop-api-level"),
     "strip-asset-metadata": lambda: ReplyRewriter(ASSET_CREATE, _strip_server_metadata).breaker("strip-asset-metadata"),
     "strip-required-level": lambda: Breaker("strip-required-level", headers_remover(REQUIRED_LEVEL)),
+    "create-drop-republish": request_rewriting("create-drop-republish", CREATE_SUBJECT, dropping("republish")),
+    "create-drop-metadata": _create_dropping_metadata,
+    "create-drop-compression": request_rewriting("create-drop-compression", CREATE_SUBJECT, dropping("compression")),
 }

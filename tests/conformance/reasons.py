@@ -23,7 +23,8 @@ part of the assertion the row fails at, and an uncaught exception carries none o
 that failed through an uncaught exception before they said it in words: the pull statuses ("documented status"), the
 stream creates and updates that must be refused or must succeed, MSG.GET and DIRECT.GET answers, a stream a check
 needs that the server refuses (make_stream), an ack that reaches no consumer, and push.queue-group and
-queue-group-enforced; and those of the ttl, pause and apilevel areas, whose checks were written with them.
+queue-group-enforced; and those of the ttl, pause, apilevel, republish, metadata and compression areas, whose
+checks were written with them.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ REASONS: dict[str, str | tuple[str, ...]] = {
     "apilevel.required-header": "a request requiring API level",
     "apilevel.required-header-words": "will error with api level not supported",
     "apilevel.required-level": "requires API level 1",
+    "compression.invalid-refused": "is documented as refused; the server accepted it",
+    "compression.s2": "the compression asked is returned by create and info",
     "consumers.ack-all": "want, got await _info_reaches",
     "consumers.ack-explicit": "want, got await _info_reaches",
     "consumers.ack-none": "want, got await _info_reaches",
@@ -109,6 +112,8 @@ REASONS: dict[str, str | tuple[str, ...]] = {
     "limits.max-msgs-per-subject-discard-old": "state.messages, state.first_seq, state.subjects",
     "limits.per-subject-replaces-at-max-msgs": "DID NOT RAISE APIError",
     "limits.workqueue-stream": "discard old state: StreamState",
+    "metadata.round-trip": "metadata given at create comes back as given",
+    "metadata.size-limit": "is documented as refused; the server accepted it",
     "model.limits-discard-deletes": "the rules give",
     "model.publish-purge": "the rules give",
     "objectstore.add-link-rules": "ADR-20: get of a link returns the linked object's bytes",
@@ -187,6 +192,15 @@ REASONS: dict[str, str | tuple[str, ...]] = {
     "reads.get-last-by-subject": ("last message having the subject", "documented to answer a stored message"),
     "reads.get-missing": "DID NOT RAISE ApiError",
     "reads.get-next-by-subject": "expected _seq_and_payload",
+    "republish.cycle-refused": "is documented as refused; the server accepted it",
+    "republish.headers": (
+        "is republished to the transformed dest",
+        "each stored message that matches src is republished",
+    ),
+    "republish.headers-only": (
+        "with headers_only the republished message has no body",
+        "each stored message that matches src is republished",
+    ),
     "retention.interest-dropped-without-interest": "state: StreamState",
     "retention.interest-max-deliver-stays": "ed message was delivered again",
     "retention.interest-removed-when-all-acked": "still stored after both consumers acked",

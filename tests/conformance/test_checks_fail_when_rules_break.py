@@ -110,6 +110,12 @@ PROOFS = [
     proof("info-drop-api-level", "apilevel", {"apilevel.info", "apilevel.asset-metadata", "apilevel.required-header"}),
     proof("strip-asset-metadata", "apilevel", {"apilevel.asset-metadata", "apilevel.required-level"}),
     proof("strip-required-level", "apilevel", {"apilevel.required-header", "apilevel.required-header-words"}),
+    # republish (ADR-28), metadata (ADR-33) and compression (ADR-35) asked at create and lost on the way
+    proof(
+        "create-drop-republish", "republish", {"republish.headers", "republish.headers-only", "republish.cycle-refused"}
+    ),
+    proof("create-drop-metadata", "metadata", {"metadata.round-trip", "metadata.size-limit"}),
+    proof("create-drop-compression", "compression", {"compression.s2", "compression.invalid-refused"}),
 ]
 # Rows that need a 3-node cluster behind the proxy: the replicated-stream instances are na on one server.
 CLUSTER_PROOFS = [
