@@ -1,5 +1,6 @@
 """Breakers of the stream and consumer features: republish (ADR-28), metadata (ADR-33), compression (ADR-35), and
-what nats-server added from 2.11: per-message TTL (ADR-43), consumer pause, API levels and asset metadata (ADR-44)."""
+what nats-server added from 2.11: per-message TTL (ADR-43), consumer pause, API levels and asset metadata (ADR-44),
+counters (ADR-49)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ FOREVER_S = 3600.0  # a pause that outlasts any check
 INFO_SUBJECT = re.compile(API + r"INFO$")
 ASSET_CREATE = re.compile(API + r"(?:STREAM|CONSUMER)\.(?:DURABLE\.)?CREATE\..+$")
 REQUIRED_LEVEL = "Nats-Required-Api-Level"
+INCR = "Nats-Incr"
+INTEGER = re.compile(r"^[+-]?\d+$")
 
 
 def _halve_ttl(frame: Frame) -> HookResult:
@@ -41,6 +44,18 @@ def _halve_ttl(frame: Frame) -> HookResult:
         return frame
     headers.remove(TTL)
     headers.items.append((TTL, f"{int(found.group(1)) // 2}s"))
+    return frame.with_headers(headers)
+
+
+def _valid_increment(frame: Frame) -> HookResult:
+    """A publish's Nats-Incr that is no integer becomes +1: a counter stream takes what it must reject."""
+    if frame.op != "HPUB" or frame.headers is None or INCR.encode() not in frame.headers:
+        return frame
+    headers = NatsHeaders.parse(frame.headers)
+    if INTEGER.match(headers.get(INCR) or ""):
+        return frame
+    headers.remove(INCR)
+    headers.items.append((INCR, "+1"))
     return frame.with_headers(headers)
 
 
@@ -117,4 +132,7 @@ BREAKERS: dict[str, Callable[[], Breaker]] = {
     "create-drop-republish": request_rewriting("create-drop-republish", CREATE_SUBJECT, dropping("republish")),
     "create-drop-metadata": _create_dropping_metadata,
     "create-drop-compression": request_rewriting("create-drop-compression", CREATE_SUBJECT, dropping("compression")),
+    "strip-incr": lambda: Breaker("strip-incr", headers_remover(INCR)),
+    "incr-made-valid": lambda: Breaker("incr-made-valid", _valid_increment),
+    "create-drop-counter": request_rewriting("create-drop-counter", CREATE_SUBJECT, dropping("allow_msg_counter")),
 }

@@ -23,8 +23,8 @@ part of the assertion the row fails at, and an uncaught exception carries none o
 that failed through an uncaught exception before they said it in words: the pull statuses ("documented status"), the
 stream creates and updates that must be refused or must succeed, MSG.GET and DIRECT.GET answers, a stream a check
 needs that the server refuses (make_stream), an ack that reaches no consumer, and push.queue-group and
-queue-group-enforced; and those of the ttl, pause, apilevel, republish, metadata and compression areas, whose
-checks were written with them.
+queue-group-enforced; and those of the ttl, pause, apilevel, republish, metadata, compression and counters
+areas, whose checks were written with them.
 """
 
 from __future__ import annotations
@@ -63,6 +63,13 @@ REASONS: dict[str, str | tuple[str, ...]] = {
     "consumers.nak": "no redelivery within",
     "consumers.nak-delay": "no redelivery within",
     "consumers.term": "terminated message redelivered",
+    "counters.api-level": "a counter stream requires API level 2",
+    "counters.big-values": "counters are big integers, exact beyond 2^64",
+    "counters.config": "is documented as refused; the server accepted it",
+    "counters.disabled-refused": "a Nats-Incr publish to a stream without counters is rejected",
+    "counters.forbidden-headers": "must be rejected; acked",
+    "counters.increment": "PubAck carries the subject's new total as val",
+    "counters.invalid-refused": "an increment that fails to parse, or none, is rejected",
     "dedup.by-id-not-payload": "e and other_",
     "dedup.default-window": "DEFAULT_WINDOW_NS, got stream.config",
     "dedup.duplicate-acked": "repeated id not flagged duplicate",

@@ -116,6 +116,21 @@ PROOFS = [
     ),
     proof("create-drop-metadata", "metadata", {"metadata.round-trip", "metadata.size-limit"}),
     proof("create-drop-compression", "compression", {"compression.s2", "compression.invalid-refused"}),
+    # counters (ADR-49): the increment lost, an invalid one made valid, the option lost, the expectations lost
+    proof("strip-incr", "counters", {"counters.increment", "counters.big-values", "counters.disabled-refused"}),
+    proof("incr-made-valid", "counters", {"counters.invalid-refused"}),
+    proof(
+        "create-drop-counter",
+        "counters",
+        {
+            "counters.increment",
+            "counters.big-values",
+            "counters.invalid-refused",
+            "counters.config",
+            "counters.api-level",
+        },
+    ),
+    proof("strip-expected", "counters", {"counters.forbidden-headers"}),
 ]
 # Rows that need a 3-node cluster behind the proxy: the replicated-stream instances are na on one server.
 CLUSTER_PROOFS = [

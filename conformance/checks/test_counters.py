@@ -1,0 +1,113 @@
+"""Distributed counters (ADR-49, nats-server 2.12)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from jetcheck.conformance.checks.answers import refused
+from jetcheck.conformance.jsapi import publish_raw, stream_state, subject_messages
+
+pytestmark = pytest.mark.asyncio
+
+INCR = "Nats-Incr"
+ADR49 = "ADR-49"
+FORBIDDEN = {
+    "Nats-Rollup": "sub",
+    "Nats-Expected-Last-Sequence": "0",
+    "Nats-Expected-Last-Subject-Sequence": "0",
+    "Nats-Expected-Stream": "",  # the stream's own name, set below
+    "Nats-Expected-Last-Msg-Id": "none",
+}
+
+
+async def _counter(make_stream, **config):
+    return await make_stream(allow_msg_counter=True, **config)
+
+
+@pytest.mark.rule("counters.increment")
+async def test_increments_add_up_per_subject(nc, make_stream):
+    """+5, -2 and 0 on `a` are acked 5, 3, 3 and `a` stores {"val": "3"} with its Nats-Incr; +7 on `b` is 7."""
+    stream = await _counter(make_stream)
+    acks = [await publish_raw(nc, stream.subject("a"), b"", {INCR: delta}) for delta in ("+5", "-2", "0")]
+    other = await publish_raw(nc, stream.subject("b"), b"", {INCR: "+7"})
+    got = [ack.get("val", ack.get("error")) for ack in (*acks, other)]
+    assert got == ["5", "3", "3", "7"], (
+        f"{ADR49}: each increment's PubAck carries the subject's new total as val (5, 3, 3; b: 7); got {got}"
+    )
+    last = (await subject_messages(nc, stream.name, stream.subject("a")))[-1]
+    assert (json.loads(last.payload), last.headers.get(INCR)) == ({"val": "3"}, "0"), (
+        f'{ADR49}: the stored body is the total as {{"val": "3"}} and the Nats-Incr header is preserved; the last '
+        f"message holds {last.payload!r} with headers {last.headers}"
+    )
+
+
+@pytest.mark.rule("counters.big-values")
+async def test_totals_beyond_2_to_the_64_stay_exact(nc, make_stream):
+    """Twice 2^64 - 1 is 36893488147419103230, exactly."""
+    stream = await _counter(make_stream)
+    top = str(2**64 - 1)
+    acks = [await publish_raw(nc, stream.subject("a"), b"", {INCR: f"+{top}"}) for _ in range(2)]
+    got = [ack.get("val", ack.get("error")) for ack in acks]
+    assert got == [top, str(2 * (2**64 - 1))], f"{ADR49}: counters are big integers, exact beyond 2^64; got {got}"
+
+
+@pytest.mark.rule("counters.invalid-refused")
+async def test_an_increment_that_is_no_integer_or_none_is_rejected(nc, make_stream, observe):
+    """Nats-Incr abc and 1.5, and a publish without Nats-Incr, are rejected and nothing is stored."""
+    stream = await _counter(make_stream)
+    acks = {value: await publish_raw(nc, stream.subject("a"), b"", {INCR: value}) for value in ("abc", "1.5")}
+    acks["no Nats-Incr"] = await publish_raw(nc, stream.subject("a"), b"", None)
+    observe("rejections", {value: ack.get("error") for value, ack in acks.items()})
+    stored = {value: ack for value, ack in acks.items() if "error" not in ack}
+    assert not stored, f"{ADR49}: an increment that fails to parse, or none, is rejected with an error; acked {stored}"
+    assert (await stream_state(nc, stream.name)).messages == 0, f"{ADR49}: a rejected increment was stored"
+
+
+@pytest.mark.rule("counters.disabled-refused")
+async def test_an_increment_to_a_stream_without_counters_is_rejected(nc, make_stream, observe):
+    """Nats-Incr +1 to a plain stream is rejected and not stored."""
+    stream = await make_stream()
+    ack = await publish_raw(nc, stream.subject("a"), b"", {INCR: "+1"})
+    observe("rejection", ack.get("error"))
+    assert "error" in ack, f"{ADR49}: a Nats-Incr publish to a stream without counters is rejected; it was acked {ack}"
+    assert (await stream_state(nc, stream.name)).messages == 0, f"{ADR49}: the rejected increment was stored"
+
+
+@pytest.mark.rule("counters.forbidden-headers")
+async def test_an_increment_with_rollup_or_expectations_is_rejected(nc, make_stream, observe):
+    """+1 with each of Nats-Rollup and the four Nats-Expected-* headers is rejected."""
+    stream = await _counter(make_stream)
+    acks = {}
+    for header, value in FORBIDDEN.items():
+        headers = {INCR: "+1", header: value or stream.name}
+        acks[header] = await publish_raw(nc, stream.subject("a"), b"", headers)
+    observe("rejections", {header: ack.get("error") for header, ack in acks.items()})
+    stored = {header: ack for header, ack in acks.items() if "error" not in ack}
+    assert not stored, f"{ADR49}: a counter message with {', '.join(FORBIDDEN)} must be rejected; acked: {stored}"
+
+
+@pytest.mark.rule("counters.config")
+async def test_counters_refuse_other_retentions_discard_new_ttls_and_updates(nc, make_stream, names):
+    """allow_msg_counter with interest retention, discard new or allow_msg_ttl, and an update of it, are refused."""
+    rejections = {}
+    for what, extra in (("interest retention", {"retention": "interest"}), ("discard new", {"discard": "new"}),
+                        ("allow_msg_ttl", {"allow_msg_ttl": True})):  # fmt: skip
+        name = names.stream()
+        body = {"name": name, "subjects": [f"{names.subject()}.>"], "allow_msg_counter": True, **extra}
+        rejections[what] = await refused(nc, f"$JS.API.STREAM.CREATE.{name}", body, f"a counter stream with {what}")
+    plain, counter = await make_stream(), await _counter(make_stream)
+    for what, stream, value in (("turning counters on", plain, True), ("turning counters off", counter, False)):
+        body = {**stream.config, "allow_msg_counter": value}
+        rejections[what] = await refused(nc, f"$JS.API.STREAM.UPDATE.{stream.name}", body, f"an update {what}")
+    wrong = {what: r for what, r in rejections.items() if r[:2] != (500, 10052)}
+    assert not wrong, f"{ADR49}: refused as an invalid stream config (500/10052); got {wrong}"
+
+
+@pytest.mark.rule("counters.api-level")
+async def test_a_counter_stream_requires_api_level_2(make_stream):
+    """A counter stream's _nats.req.level is 2."""
+    stream = await _counter(make_stream)
+    level = (stream.config.get("metadata") or {}).get("_nats.req.level")
+    assert level == "2", f"{ADR49}: a counter stream requires API level 2; its _nats.req.level is {level}"
