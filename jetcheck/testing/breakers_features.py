@@ -1,6 +1,6 @@
 """Breakers of the stream and consumer features: republish (ADR-28), metadata (ADR-33), compression (ADR-35), and
-what nats-server added from 2.11: per-message TTL (ADR-43), consumer pause, API levels and asset metadata (ADR-44),
-counters (ADR-49)."""
+what nats-server added from 2.11: priority groups (ADR-42), per-message TTL (ADR-43), consumer pause, API levels and
+asset metadata (ADR-44), counters (ADR-49)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from jetcheck.fixtures.proxy import Breaker, HookResult, compose
 from .breakers import (
     API,
     CREATE_SUBJECT,
+    PULL_NEXT,
     ReplyRewriter,
     dropping,
     headers_remover,
@@ -84,6 +85,14 @@ def _pause_on_resume(body: dict) -> bool:
     return True
 
 
+def _group_jobs(body: dict) -> bool:
+    """Every pull request names the group `jobs`, whatever it named: a pull outside a valid group is served."""
+    if body.get("group") == "jobs":
+        return False
+    body["group"] = "jobs"
+    return True
+
+
 def _create_dropping_metadata() -> Breaker:
     """Stream and consumer creates lose the metadata they ask for."""
     return Breaker(
@@ -135,4 +144,12 @@ BREAKERS: dict[str, Callable[[], Breaker]] = {
     "strip-incr": lambda: Breaker("strip-incr", headers_remover(INCR)),
     "incr-made-valid": lambda: Breaker("incr-made-valid", _valid_increment),
     "create-drop-counter": request_rewriting("create-drop-counter", CREATE_SUBJECT, dropping("allow_msg_counter")),
+    "create-drop-priority": request_rewriting(
+        "create-drop-priority",
+        CONSUMER_CREATE,
+        dropping("priority_policy", "priority_groups", "priority_timeout", within="config"),
+    ),
+    "pull-group-jobs": request_rewriting("pull-group-jobs", PULL_NEXT, _group_jobs),
+    "pull-drop-pin-id": request_rewriting("pull-drop-pin-id", PULL_NEXT, dropping("id")),
+    "pull-drop-min-pending": request_rewriting("pull-drop-min-pending", PULL_NEXT, dropping("min_pending")),
 }

@@ -45,6 +45,8 @@ SERVER_FINDINGS: dict[str, str] = {
     "test_pause.py::test_an_empty_pause_request_resumes_at_once": "a resumed consumer delivers",
     # a SHOULD: ADR-44's words for the refusal are not the server's ('JetStream minimum api level required')
     "test_apilevel.py::test_the_refusal_says_the_api_level_is_not_supported": "will error with api level not supported",
+    # a SHOULD: ADR-42 limits a consumer to one priority group; the server takes several
+    "test_priority.py::test_a_consumer_with_two_priority_groups_is_refused": "more than one priority group is",
 }
 
 CERTIFY_TIMEOUT_S = 240

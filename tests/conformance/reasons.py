@@ -23,8 +23,8 @@ part of the assertion the row fails at, and an uncaught exception carries none o
 that failed through an uncaught exception before they said it in words: the pull statuses ("documented status"), the
 stream creates and updates that must be refused or must succeed, MSG.GET and DIRECT.GET answers, a stream a check
 needs that the server refuses (make_stream), an ack that reaches no consumer, and push.queue-group and
-queue-group-enforced; and those of the ttl, pause, apilevel, republish, metadata, compression and counters
-areas, whose checks were written with them.
+queue-group-enforced; and those of the ttl, pause, apilevel, republish, metadata, compression, counters and
+priority areas, whose checks were written with them.
 """
 
 from __future__ import annotations
@@ -151,6 +151,12 @@ REASONS: dict[str, str | tuple[str, ...]] = {
     "pause.no-deliveries": ("delivers nothing before its pause_until", "delivery resumes once the deadline has passed"),
     "pause.resume-empty": "If payload is nil the consumer will be resumed",
     "pause.until": ("the pause answers paused true", "consumer info of a paused consumer shows paused"),
+    "priority.config-refusals": "is documented as refused; the server accepted it",
+    "priority.one-group": "more than one priority group is documented as refused",
+    "priority.overflow-min-pending": "min_pending",
+    "priority.pin-id": ("a pull whose id does not match the pin gets a 423", "includes a Nats-Pin-Id header"),
+    "priority.pull-needs-group": "pulls not part of a valid group result in an error",
+    "priority.unpin": ("so a pull with the old id gets a 423", "includes a Nats-Pin-Id header"),
     "publish.expected-checks-before-dedup": "-first; it checked",
     "publish.expected-last-msg-id": ("DID NOT RAISE BadRequestError", "documented to be stored; the server refused it"),
     "publish.expected-last-sequence": "DID NOT RAISE BadRequestError",

@@ -131,6 +131,22 @@ PROOFS = [
         },
     ),
     proof("strip-expected", "counters", {"counters.forbidden-headers"}),
+    # priority groups (ADR-42): the policy lost at create, pulls that all name the group, pin ids and min_pending lost
+    proof(
+        "create-drop-priority",
+        "priority",
+        {
+            "priority.config-refusals",
+            "priority.one-group",  # fails on nats-server too (proofs.SERVER_FINDINGS); here also for the breaker
+            "priority.pull-needs-group",
+            "priority.pin-id",
+            "priority.unpin",
+            "priority.overflow-min-pending",
+        },
+    ),
+    proof("pull-group-jobs", "priority", {"priority.pull-needs-group"}),
+    proof("pull-drop-pin-id", "priority", {"priority.pin-id", "priority.unpin"}),
+    proof("pull-drop-min-pending", "priority", {"priority.overflow-min-pending"}),
 ]
 # Rows that need a 3-node cluster behind the proxy: the replicated-stream instances are na on one server.
 CLUSTER_PROOFS = [

@@ -1,0 +1,135 @@
+"""Pull consumer priority groups (ADR-42): their config, pinned clients and overflow."""
+
+from __future__ import annotations
+
+import pytest
+
+from jetcheck.conformance.checks.answers import refused
+from jetcheck.conformance.jsapi import NS, api, create_consumer, publish_raw, pull
+
+pytestmark = pytest.mark.asyncio
+
+GROUP = "jobs"
+PIN = "Nats-Pin-Id"
+ADR42 = "ADR-42"
+WAIT_S = 1.5  # a pull's expires is 1 s: its status comes within this
+
+
+async def _filled(nc, make_stream, count: int):
+    stream = await make_stream()
+    for n in range(count):
+        await publish_raw(nc, stream.subject("a"), f"m{n}".encode())
+    return stream
+
+
+async def _grouped(nc, names, stream, policy: str, **config) -> str:
+    info = await create_consumer(nc, stream.name, durable_name=names.consumer(), ack_policy="explicit",
+                                 priority_policy=policy, priority_groups=[GROUP], **config)  # fmt: skip
+    return info["name"]
+
+
+def _request(**fields) -> dict:
+    return {"batch": 1, "expires": NS, **fields}
+
+
+def _summary(reply) -> tuple[list[bytes], str]:
+    """What a pull brought: its payloads, and its status as `code description` ('' when none)."""
+    status = f"{reply.status.code} {reply.status.description}" if reply.status else ""
+    return [m.data for m in reply.messages], status
+
+
+async def _create_refusal(nc, stream, names, asked: str, **config) -> tuple[int, int, str]:
+    name = names.consumer()
+    body = {"stream_name": stream.name, "config": {"durable_name": name, "ack_policy": "explicit", **config}}
+    return await refused(nc, f"$JS.API.CONSUMER.CREATE.{stream.name}.{name}", body, asked)
+
+
+@pytest.mark.rule("priority.config-refusals")
+async def test_priority_groups_refuse_a_bad_config(nc, names, make_stream, observe):
+    """A policy without groups, a 17-character or spaced group name, and groups on a push consumer are refused."""
+    stream = await make_stream()
+    cases = {
+        "a priority_policy without priority_groups": {"priority_policy": "pinned_client"},
+        "a 17-character group name": {"priority_policy": "pinned_client", "priority_groups": ["g" * 17]},
+        "a group name with a space": {"priority_policy": "pinned_client", "priority_groups": ["a b"]},
+        "priority groups on a push consumer": {"priority_policy": "pinned_client", "priority_groups": [GROUP],
+                                               "deliver_subject": names.subject()},
+    }  # fmt: skip
+    observe("refusals", {asked: await _create_refusal(nc, stream, names, asked, **c) for asked, c in cases.items()})
+
+
+@pytest.mark.rule("priority.one-group")
+async def test_a_consumer_with_two_priority_groups_is_refused(nc, names, make_stream, observe):
+    """A consumer with priority groups `a` and `b` is refused."""
+    stream = await make_stream()
+    config = {"priority_policy": "pinned_client", "priority_groups": ["a", "b"]}
+    observe("refusal", await _create_refusal(nc, stream, names, f"{ADR42}: more than one priority group", **config))
+
+
+@pytest.mark.rule("priority.pull-needs-group")
+async def test_a_pull_without_a_valid_group_is_refused(nc, names, make_stream, observe):
+    """Pulls naming no group, and naming group `other`, end in 400 and deliver nothing."""
+    stream = await _filled(nc, make_stream, 2)
+    consumer = await _grouped(nc, names, stream, "pinned_client")
+    got = {
+        "no group": _summary(await pull(nc, stream.name, consumer, _request(), wait=WAIT_S)),
+        "group other": _summary(await pull(nc, stream.name, consumer, _request(group="other"), wait=WAIT_S)),
+    }
+    observe("answers", {k: v[1] for k, v in got.items()})
+    wrong = {asked: answer for asked, answer in got.items() if answer[0] or not answer[1].startswith("400 ")}
+    assert not wrong, f"{ADR42}: pulls not part of a valid group result in an error (400); got {wrong}"
+
+
+@pytest.mark.rule("priority.pin-id")
+async def test_a_pinned_client_is_served_by_its_pin_id_only(nc, names, make_stream):
+    """The first delivery carries Nats-Pin-Id; a pull with that id gets the next message with it, another id 423."""
+    stream = await _filled(nc, make_stream, 3)
+    consumer = await _grouped(nc, names, stream, "pinned_client")
+    first = await pull(nc, stream.name, consumer, _request(group=GROUP), wait=WAIT_S, messages=1)
+    pin = (first.messages[0].headers or {}).get(PIN) if first.messages else None
+    assert pin, f"{ADR42}: the pinned client's first message includes a Nats-Pin-Id header; got {_summary(first)}"
+    wrong = _summary(await pull(nc, stream.name, consumer, _request(group=GROUP, id=pin + "x"), wait=WAIT_S))
+    assert not wrong[0] and wrong[1].startswith("423 "), (
+        f"{ADR42}: a pull whose id does not match the pin gets a 423 status; it got {wrong}"
+    )
+    again = await pull(nc, stream.name, consumer, _request(group=GROUP, id=pin), wait=WAIT_S, messages=1)
+    ids = [(m.headers or {}).get(PIN) for m in again.messages]
+    assert ids == [pin], f"{ADR42}: the pinned client's pulls are served with its Nats-Pin-Id {pin}; got {ids}"
+
+
+@pytest.mark.rule("priority.unpin")
+async def test_unpin_moves_the_pin(nc, names, make_stream):
+    """After UNPIN the old id gets 423, and a pull without an id is served with a new Nats-Pin-Id."""
+    stream = await _filled(nc, make_stream, 3)
+    consumer = await _grouped(nc, names, stream, "pinned_client")
+    first = await pull(nc, stream.name, consumer, _request(group=GROUP), wait=WAIT_S, messages=1)
+    old = (first.messages[0].headers or {}).get(PIN) if first.messages else None
+    assert old, f"{ADR42}: the pinned client's first message includes a Nats-Pin-Id header; got {_summary(first)}"
+    await api(nc, f"$JS.API.CONSUMER.UNPIN.{stream.name}.{consumer}", {"group": GROUP})
+    stale = _summary(await pull(nc, stream.name, consumer, _request(group=GROUP, id=old), wait=WAIT_S))
+    assert not stale[0] and stale[1].startswith("423 "), (
+        f"{ADR42}: UNPIN clears the pin, so a pull with the old id gets a 423 status; it got {stale}"
+    )
+    new = await pull(nc, stream.name, consumer, _request(group=GROUP), wait=WAIT_S, messages=1)
+    ids = [(m.headers or {}).get(PIN) for m in new.messages]
+    assert len(ids) == 1 and ids[0] not in (None, old), (
+        f"{ADR42}: after UNPIN the server pins the next client with a new id; the next pull got Nats-Pin-Id {ids} "
+        f"(the old one was {old})"
+    )
+
+
+@pytest.mark.rule("priority.overflow-min-pending")
+async def test_overflow_serves_a_pull_only_at_its_min_pending(nc, names, make_stream):
+    """With 4 messages pending, a pull with min_pending 10 gets none, one with min_pending 3 gets one."""
+    stream = await _filled(nc, make_stream, 4)
+    consumer = await _grouped(nc, names, stream, "overflow")
+    above = _summary(await pull(nc, stream.name, consumer, _request(group=GROUP, min_pending=10), wait=WAIT_S))
+    assert not above[0], (
+        f"{ADR42}: 'only deliver messages when num_pending ... is >= min_pending' (10, 4 pending): {above}"
+    )
+    below = _summary(
+        await pull(nc, stream.name, consumer, _request(group=GROUP, min_pending=3), wait=WAIT_S, messages=1)
+    )
+    assert below[0] == [b"m0"], (
+        f"{ADR42}: a pull whose min_pending (3) the 4 pending messages meet is served; it got {below}"
+    )
