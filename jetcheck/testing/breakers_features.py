@@ -1,6 +1,6 @@
 """Breakers of the stream and consumer features: republish (ADR-28), metadata (ADR-33), compression (ADR-35), and
 what nats-server added from 2.11: priority groups (ADR-42), per-message TTL (ADR-43), consumer pause, API levels and
-asset metadata (ADR-44), counters (ADR-49)."""
+asset metadata (ADR-44), counters (ADR-49), atomic batch publish (ADR-50)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ INFO_SUBJECT = re.compile(API + r"INFO$")
 ASSET_CREATE = re.compile(API + r"(?:STREAM|CONSUMER)\.(?:DURABLE\.)?CREATE\..+$")
 REQUIRED_LEVEL = "Nats-Required-Api-Level"
 INCR = "Nats-Incr"
+BATCH_HEADERS = ("Nats-Batch-Id", "Nats-Batch-Sequence", "Nats-Batch-Commit")
 INTEGER = re.compile(r"^[+-]?\d+$")
 
 
@@ -144,6 +145,8 @@ BREAKERS: dict[str, Callable[[], Breaker]] = {
     "strip-incr": lambda: Breaker("strip-incr", headers_remover(INCR)),
     "incr-made-valid": lambda: Breaker("incr-made-valid", _valid_increment),
     "create-drop-counter": request_rewriting("create-drop-counter", CREATE_SUBJECT, dropping("allow_msg_counter")),
+    "strip-batch-headers": lambda: Breaker("strip-batch-headers", headers_remover(*BATCH_HEADERS)),
+    "create-drop-atomic": request_rewriting("create-drop-atomic", CREATE_SUBJECT, dropping("allow_atomic")),
     "create-drop-priority": request_rewriting(
         "create-drop-priority",
         CONSUMER_CREATE,

@@ -23,8 +23,8 @@ part of the assertion the row fails at, and an uncaught exception carries none o
 that failed through an uncaught exception before they said it in words: the pull statuses ("documented status"), the
 stream creates and updates that must be refused or must succeed, MSG.GET and DIRECT.GET answers, a stream a check
 needs that the server refuses (make_stream), an ack that reaches no consumer, and push.queue-group and
-queue-group-enforced; and those of the ttl, pause, apilevel, republish, metadata, compression, counters and
-priority areas, whose checks were written with them.
+queue-group-enforced; and those of the ttl, pause, apilevel, republish, metadata, compression, counters,
+priority and batch areas, whose checks were written with them.
 """
 
 from __future__ import annotations
@@ -35,6 +35,16 @@ REASONS: dict[str, str | tuple[str, ...]] = {
     "apilevel.required-header": "a request requiring API level",
     "apilevel.required-header-words": "will error with api level not supported",
     "apilevel.required-level": "requires API level 1",
+    "batch.api-level": "atomic batch publish needs API level 2",
+    "batch.commit": "a batch is stored at its commit",
+    "batch.disabled-refused": "10174 'Batch publish not enabled on stream'",
+    "batch.duplicate-msg-id": "10201 'Batch publish contains duplicate message id'",
+    "batch.eob-commit": "an eob commit stores the batch without its final message",
+    "batch.expected-last-sequence": "a batch any message of which fails its checks is rejected at commit",
+    "batch.id-limit": ("10179 for an id over 64 characters", "Maximum length of the ID is 64 characters"),
+    "batch.incomplete-abandoned": "10176 'Batch publish is incomplete and was abandoned'",
+    "batch.sequence-missing": "10175 'Batch publish sequence is missing'",
+    "batch.unsupported-header": "10177 'Batch publish unsupported header used",
     "compression.invalid-refused": "is documented as refused; the server accepted it",
     "compression.s2": "the compression asked is returned by create and info",
     "consumers.ack-all": "want, got await _info_reaches",

@@ -147,6 +147,36 @@ PROOFS = [
     proof("pull-group-jobs", "priority", {"priority.pull-needs-group"}),
     proof("pull-drop-pin-id", "priority", {"priority.pin-id", "priority.unpin"}),
     proof("pull-drop-min-pending", "priority", {"priority.overflow-min-pending"}),
+    # atomic batch publish (ADR-50): the batch headers lost (every message a plain publish), the option lost
+    proof(
+        "strip-batch-headers",
+        "batch",
+        {
+            "batch.disabled-refused",
+            "batch.commit",
+            "batch.incomplete-abandoned",
+            "batch.id-limit",
+            "batch.sequence-missing",
+            "batch.unsupported-header",
+            "batch.expected-last-sequence",
+            "batch.duplicate-msg-id",
+            "batch.eob-commit",
+        },
+    ),
+    proof(
+        "create-drop-atomic",
+        "batch",
+        {
+            "batch.commit",
+            "batch.incomplete-abandoned",
+            "batch.id-limit",
+            "batch.sequence-missing",
+            "batch.unsupported-header",
+            "batch.duplicate-msg-id",
+            "batch.eob-commit",
+            "batch.api-level",
+        },
+    ),
 ]
 # Rows that need a 3-node cluster behind the proxy: the replicated-stream instances are na on one server.
 CLUSTER_PROOFS = [
