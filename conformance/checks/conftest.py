@@ -23,13 +23,15 @@ class StreamUnderTest:
 @pytest.fixture
 def make_stream(nc, names):
     """Create a stream with the run prefix on `<root>.>` (a fresh root unless one is given, for a config that names
-    its own subjects); `config` overrides the defaults (file storage). The checks ask only for documented
-    configurations, so a refusal fails the check in words (a deviation, not a crash)."""
+    its own subjects; none for a mirror or a stream of sources, which take their messages from other streams);
+    `config` overrides the defaults (file storage). The checks ask only for documented configurations, so a refusal
+    fails the check in words (a deviation, not a crash)."""
 
     async def make(root: str | None = None, **config: Any) -> StreamUnderTest:
         name, root = names.stream(), root or names.subject()
+        subjects = [] if {"mirror", "sources"} & config.keys() else [f"{root}.>"]
         try:
-            settled = await create_stream(nc, name, [f"{root}.>"], **config)
+            settled = await create_stream(nc, name, subjects, **config)
         except ApiError as error:
             pytest.fail(
                 f"a stream with {config or 'the defaults'} is documented as valid; the server refused it: {error}"

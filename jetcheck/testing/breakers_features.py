@@ -1,9 +1,11 @@
-"""Breakers of the stream and consumer features: republish (ADR-28), metadata (ADR-33), compression (ADR-35), and
+"""Breakers of the stream and consumer features: mirrors and sources (ADR-59), republish (ADR-28), metadata (ADR-33),
+compression (ADR-35), and
 what nats-server added from 2.11: priority groups (ADR-42), per-message TTL (ADR-43), consumer pause, API levels and
 asset metadata (ADR-44), counters (ADR-49), atomic batch publish (ADR-50)."""
 
 from __future__ import annotations
 
+import base64
 import re
 import time
 from collections.abc import Callable
@@ -32,6 +34,8 @@ INFO_SUBJECT = re.compile(API + r"INFO$")
 ASSET_CREATE = re.compile(API + r"(?:STREAM|CONSUMER)\.(?:DURABLE\.)?CREATE\..+$")
 REQUIRED_LEVEL = "Nats-Required-Api-Level"
 INCR = "Nats-Incr"
+MSG_GET = re.compile(API + r"STREAM\.MSG\.GET\..+$")
+STREAM_SOURCE = "Nats-Stream-Source"
 BATCH_HEADERS = ("Nats-Batch-Id", "Nats-Batch-Sequence", "Nats-Batch-Commit")
 INTEGER = re.compile(r"^[+-]?\d+$")
 
@@ -84,6 +88,26 @@ def _pause_on_resume(body: dict) -> bool:
         return False
     body["pause_until"] = _rfc3339(time.time() + FOREVER_S)
     return True
+
+
+def _strip_stream_source(body: dict) -> bool:
+    """A MSG.GET reply's message loses its Nats-Stream-Source header."""
+    message = body.get("message") or {}
+    if not message.get("hdrs"):
+        return False
+    headers = NatsHeaders.parse(base64.b64decode(message["hdrs"]))
+    if not headers.remove(STREAM_SOURCE):
+        return False
+    message["hdrs"] = base64.b64encode(headers.serialize()).decode()
+    return True
+
+
+def _drop_source_transforms(body: dict) -> bool:
+    """A stream create's sources lose their subject_transforms."""
+    sources = [s for s in body.get("sources") or [] if isinstance(s, dict) and "subject_transforms" in s]
+    for source in sources:
+        del source["subject_transforms"]
+    return bool(sources)
 
 
 def _group_jobs(body: dict) -> bool:
@@ -145,6 +169,10 @@ BREAKERS: dict[str, Callable[[], Breaker]] = {
     "strip-incr": lambda: Breaker("strip-incr", headers_remover(INCR)),
     "incr-made-valid": lambda: Breaker("incr-made-valid", _valid_increment),
     "create-drop-counter": request_rewriting("create-drop-counter", CREATE_SUBJECT, dropping("allow_msg_counter")),
+    "create-drop-mirror": request_rewriting("create-drop-mirror", CREATE_SUBJECT, dropping("mirror")),
+    "create-drop-sources": request_rewriting("create-drop-sources", CREATE_SUBJECT, dropping("sources")),
+    "source-drop-transforms": request_rewriting("source-drop-transforms", CREATE_SUBJECT, _drop_source_transforms),
+    "strip-stream-source": lambda: ReplyRewriter(MSG_GET, _strip_stream_source).breaker("strip-stream-source"),
     "strip-batch-headers": lambda: Breaker("strip-batch-headers", headers_remover(*BATCH_HEADERS)),
     "create-drop-atomic": request_rewriting("create-drop-atomic", CREATE_SUBJECT, dropping("allow_atomic")),
     "create-drop-priority": request_rewriting(

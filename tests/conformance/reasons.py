@@ -24,7 +24,7 @@ that failed through an uncaught exception before they said it in words: the pull
 stream creates and updates that must be refused or must succeed, MSG.GET and DIRECT.GET answers, a stream a check
 needs that the server refuses (make_stream), an ack that reaches no consumer, and push.queue-group and
 queue-group-enforced; and those of the ttl, pause, apilevel, republish, metadata, compression, counters,
-priority and batch areas, whose checks were written with them.
+priority, batch and sourcing areas, whose checks were written with them.
 """
 
 from __future__ import annotations
@@ -236,6 +236,12 @@ REASONS: dict[str, str | tuple[str, ...]] = {
     "retention.workqueue-partially-overlapping-filters": "DID NOT RAISE ApiError",
     "retention.workqueue-pull-ack-none": "DID NOT RAISE ApiError",
     "retention.workqueue-removed-on-ack": "acknowledged WorkQueue message still stored",
+    "sourcing.mirror-copy": ("a mirror's messages have the upstream's sequence numbers", "replicates its upstream"),
+    "sourcing.mirror-restrictions": "is documented as refused; the server accepted it",
+    "sourcing.source-header": ("Nats-Stream-Source begins", "replicates its upstream"),
+    "sourcing.source-header-subject": ("fifth field is the original subject", "replicates its upstream"),
+    "sourcing.source-transform": ("subject_transforms rewrite the stored subject", "replicates its upstream"),
+    "sourcing.sources-aggregate": ("keep their relative ordering", "replicates its upstream"),
     "streams.create-different-config-rejected": "is documented as refused; the server accepted it",
     "streams.create-idempotent": "documented to succeed; the server refused it",
     "streams.create-subject-overlap-rejected": "is documented as refused; the server accepted it",

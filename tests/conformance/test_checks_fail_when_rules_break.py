@@ -147,6 +147,21 @@ PROOFS = [
     proof("pull-group-jobs", "priority", {"priority.pull-needs-group"}),
     proof("pull-drop-pin-id", "priority", {"priority.pin-id", "priority.unpin"}),
     proof("pull-drop-min-pending", "priority", {"priority.overflow-min-pending"}),
+    # mirrors and sources (ADR-59): the mirror or the sources lost at create, their transforms lost, the header hidden
+    proof("create-drop-mirror", "sourcing", {"sourcing.mirror-copy", "sourcing.mirror-restrictions"}),
+    proof(
+        "create-drop-sources",
+        "sourcing",
+        {
+            "sourcing.mirror-restrictions",
+            "sourcing.sources-aggregate",
+            "sourcing.source-header",
+            "sourcing.source-header-subject",
+            "sourcing.source-transform",
+        },
+    ),
+    proof("source-drop-transforms", "sourcing", {"sourcing.source-transform"}),
+    proof("strip-stream-source", "sourcing", {"sourcing.source-header", "sourcing.source-header-subject"}),
     # atomic batch publish (ADR-50): the batch headers lost (every message a plain publish), the option lost
     proof(
         "strip-batch-headers",
