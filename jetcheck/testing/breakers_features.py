@@ -1,7 +1,7 @@
 """Breakers of the stream and consumer features: mirrors and sources (ADR-59), republish (ADR-28), metadata (ADR-33),
 compression (ADR-35), and
 what nats-server added from 2.11: priority groups (ADR-42), per-message TTL (ADR-43), consumer pause, API levels and
-asset metadata (ADR-44), counters (ADR-49), atomic batch publish (ADR-50)."""
+asset metadata (ADR-44), counters (ADR-49), atomic batch publish (ADR-50), message schedules (ADR-51)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,14 @@ REQUIRED_LEVEL = "Nats-Required-Api-Level"
 INCR = "Nats-Incr"
 MSG_GET = re.compile(API + r"STREAM\.MSG\.GET\..+$")
 STREAM_SOURCE = "Nats-Stream-Source"
+SCHEDULE, SCHEDULE_TARGET, SCHEDULER, NEXT = (
+    "Nats-Schedule",
+    "Nats-Schedule-Target",
+    "Nats-Scheduler",
+    "Nats-Schedule-Next",
+)
+AT = re.compile(r"^@at (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)Z$")
+EARLY_S = 2
 BATCH_HEADERS = ("Nats-Batch-Id", "Nats-Batch-Sequence", "Nats-Batch-Commit")
 INTEGER = re.compile(r"^[+-]?\d+$")
 
@@ -62,6 +70,20 @@ def _valid_increment(frame: Frame) -> HookResult:
         return frame
     headers.remove(INCR)
     headers.items.append((INCR, "+1"))
+    return frame.with_headers(headers)
+
+
+def _schedule_early(frame: Frame) -> HookResult:
+    """A publish's '@at' schedule is moved EARLY_S seconds earlier: it fires before its time."""
+    if frame.op != "HPUB" or frame.headers is None or SCHEDULE.encode() not in frame.headers:
+        return frame
+    headers = NatsHeaders.parse(frame.headers)
+    found = AT.match(headers.get(SCHEDULE) or "")
+    if found is None:
+        return frame
+    at = datetime.fromisoformat(found.group(1)).replace(tzinfo=UTC).timestamp() - EARLY_S
+    headers.remove(SCHEDULE)
+    headers.items.append((SCHEDULE, "@at " + datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")))
     return frame.with_headers(headers)
 
 
@@ -173,6 +195,12 @@ BREAKERS: dict[str, Callable[[], Breaker]] = {
     "create-drop-sources": request_rewriting("create-drop-sources", CREATE_SUBJECT, dropping("sources")),
     "source-drop-transforms": request_rewriting("source-drop-transforms", CREATE_SUBJECT, _drop_source_transforms),
     "strip-stream-source": lambda: ReplyRewriter(MSG_GET, _strip_stream_source).breaker("strip-stream-source"),
+    "strip-schedule-headers": lambda: Breaker("strip-schedule-headers", headers_remover(SCHEDULE, SCHEDULE_TARGET)),
+    "schedule-at-early": lambda: Breaker("schedule-at-early", _schedule_early),
+    "strip-schedule-next": lambda: Breaker("strip-schedule-next", headers_remover(SCHEDULER, NEXT)),
+    "create-drop-schedules": request_rewriting(
+        "create-drop-schedules", CREATE_SUBJECT, dropping("allow_msg_schedules")
+    ),
     "strip-batch-headers": lambda: Breaker("strip-batch-headers", headers_remover(*BATCH_HEADERS)),
     "create-drop-atomic": request_rewriting("create-drop-atomic", CREATE_SUBJECT, dropping("allow_atomic")),
     "create-drop-priority": request_rewriting(

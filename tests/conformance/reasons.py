@@ -24,7 +24,7 @@ that failed through an uncaught exception before they said it in words: the pull
 stream creates and updates that must be refused or must succeed, MSG.GET and DIRECT.GET answers, a stream a check
 needs that the server refuses (make_stream), an ack that reaches no consumer, and push.queue-group and
 queue-group-enforced; and those of the ttl, pause, apilevel, republish, metadata, compression, counters,
-priority, batch and sourcing areas, whose checks were written with them.
+priority, batch, sourcing and schedules areas, whose checks were written with them.
 """
 
 from __future__ import annotations
@@ -236,6 +236,14 @@ REASONS: dict[str, str | tuple[str, ...]] = {
     "retention.workqueue-partially-overlapping-filters": "DID NOT RAISE ApiError",
     "retention.workqueue-pull-ack-none": "DID NOT RAISE ApiError",
     "retention.workqueue-removed-on-ack": "acknowledged WorkQueue message still stored",
+    "schedules.at-future": ("not before it", "the schedule publishes to its target"),
+    "schedules.at-past": ("a past schedule is sent at once", "the schedule publishes to its target"),
+    "schedules.config": ("schedules implicitly enable AllowRollup", "is documented as refused; the server accepted it"),
+    "schedules.disabled-refused": "schedules need allow_msg_schedules",
+    "schedules.every": ("The minimum supported interval is 1s", "the schedule publishes to its target"),
+    "schedules.invalid-rejected": "an invalid schedule is rejected",
+    "schedules.scheduler-not-self": "the server rejects such publishes with error code 10212",
+    "schedules.time-zone-cron-only": "the time zone header is only allowed on Cron schedules",
     "sourcing.mirror-copy": ("a mirror's messages have the upstream's sequence numbers", "replicates its upstream"),
     "sourcing.mirror-restrictions": "is documented as refused; the server accepted it",
     "sourcing.source-header": ("Nats-Stream-Source begins", "replicates its upstream"),

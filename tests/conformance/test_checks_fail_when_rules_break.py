@@ -162,6 +162,26 @@ PROOFS = [
     ),
     proof("source-drop-transforms", "sourcing", {"sourcing.source-transform"}),
     proof("strip-stream-source", "sourcing", {"sourcing.source-header", "sourcing.source-header-subject"}),
+    # message schedules (ADR-51): their headers lost, an '@at' made earlier, the stop headers lost, the option lost
+    proof(
+        "strip-schedule-headers",
+        "schedules",
+        {
+            "schedules.at-past",
+            "schedules.at-future",
+            "schedules.disabled-refused",
+            "schedules.invalid-rejected",
+            "schedules.every",
+            "schedules.time-zone-cron-only",
+        },
+    ),
+    proof("schedule-at-early", "schedules", {"schedules.at-future"}),
+    proof("strip-schedule-next", "schedules", {"schedules.scheduler-not-self"}),
+    proof(
+        "create-drop-schedules",
+        "schedules",
+        {"schedules.at-past", "schedules.at-future", "schedules.config", "schedules.every"},
+    ),
     # atomic batch publish (ADR-50): the batch headers lost (every message a plain publish), the option lost
     proof(
         "strip-batch-headers",
