@@ -21,7 +21,7 @@ from nats.js.errors import APIError, NoStreamResponseError
 
 from .oplog import NO_E2E, OpLog
 from .pacing import Schedule
-from .scenarios import LoadSettings
+from .scenarios import BATCH_SIZE, LoadSettings
 
 STAMP_TS = "Jc-Ts"
 STAMP_SEQ = "Jc-Seq"
@@ -176,7 +176,10 @@ class Publisher(Driver):
             self.token_at = len(self.reply_prefix)
             await self.nc.subscribe(self.reply_prefix + "*", cb=self._on_ack)
 
-    def _headers(self, now: int) -> dict[str, str]:
+    def _headers(self, now: int) -> dict[str, str] | None:
+        """The headers of the publish sent at `now`: the stamp when the scenario stamps, else none."""
+        if not self.stamp:
+            return None
         self.seq += 1
         return {STAMP_TS: str(now), STAMP_SEQ: str(self.seq)}
 
@@ -230,7 +233,7 @@ class Publisher(Driver):
                 self.subject,
                 self.payload,
                 reply=self.reply_prefix + str(token),
-                headers=self._headers(start) if self.stamp else None,
+                headers=self._headers(start),
             )
         except Exception as exc:
             self.awaiting.pop(token, None)
@@ -271,9 +274,7 @@ class Publisher(Driver):
     async def _send_sync(self, intended: int) -> None:
         start = time_ns()
         try:
-            ack = await self.js.publish(
-                self.subject, self.payload, headers=self._headers(start) if self.stamp else None
-            )
+            ack = await self._publish_sync(start)
         except asyncio.CancelledError:
             self._failed(intended, start, asyncio.CancelledError())
             raise
@@ -286,6 +287,10 @@ class Publisher(Driver):
         stats.ok += 1
         stats.latency_ns += end - intended
 
+    async def _publish_sync(self, start: int):
+        """One publish, waiting for its ack: what a sync operation is."""
+        return await self.js.publish(self.subject, self.payload, headers=self._headers(start))
+
     def _failed(self, intended: int, start: int, exc: BaseException, end: int | None = None) -> None:
         self.log.add(self.ctx, intended, start, end or time_ns(), self.log.error(exc), error_code(exc))
         self.stats["publish"].fail(exc)
@@ -294,6 +299,44 @@ class Publisher(Driver):
         now = time_ns()
         self.log.add(self.ctx, intended, now, now, self.log.error("Overflow"))
         self.stats["publish"].fail(Overflow(f"more than {self.settings.max_inflight} operations in flight"))
+
+
+class CounterPublisher(Publisher):
+    """Counter increments (ADR-49): an empty message with Nats-Incr +1, waiting for the ack with the new total."""
+
+    async def prepare(self) -> None:
+        await super().prepare()
+        self.payload = b""  # a counter message has no body
+        self.async_mode = False
+
+    def _headers(self, now: int) -> dict[str, str]:
+        return {"Nats-Incr": "+1"}
+
+
+class BatchPublisher(Publisher):
+    """Atomic batches (ADR-50): BATCH_SIZE messages under one Nats-Batch-Id, the first and the commit as requests;
+    one operation per batch, from its first message to the commit's ack (whose sequence it logs)."""
+
+    async def prepare(self) -> None:
+        await super().prepare()
+        self.async_mode = False
+        self.batches = 0
+
+    async def _publish_sync(self, start: int):
+        self.batches += 1
+        batch = f"{self.pid}-{self.user}-{self.batches}"
+        last = BATCH_SIZE
+        for n in range(1, last + 1):
+            headers = {"Nats-Batch-Id": batch, "Nats-Batch-Sequence": str(n)}
+            if n == last:
+                headers["Nats-Batch-Commit"] = "1"
+            if n in (1, last):  # the first is answered (empty, or why not), the commit with the PubAck
+                reply = await self.nc.request(self.subject, self.payload, timeout=FETCH_TIMEOUT_S, headers=headers)
+                if reply.data and b'"error"' in reply.data:
+                    raise APIError.from_error(json.loads(reply.data)["error"])
+            else:
+                await self.nc.publish(self.subject, self.payload, headers=headers)
+        return BatchAck(int(PUB_ACK_SEQ.search(reply.data)[1]))
 
 
 class Consumer(Driver):
@@ -447,8 +490,16 @@ class KvUser(Driver):
         stats.nbytes += len(self.payload)
 
 
+@dataclass(frozen=True)
+class BatchAck:
+    seq: int
+
+
+PUBLISHERS = {"counter": CounterPublisher, "batch": BatchPublisher, "kv": KvUser}
+
+
 def driver_class(settings: LoadSettings, role: str) -> type[Driver]:
     spec = settings.spec
     if role == "publisher":
-        return KvUser if spec.publisher == "kv" else Publisher
+        return PUBLISHERS.get(spec.publisher, Publisher)
     return PullConsumer if spec.consumer == "pull" else OrderedConsumer

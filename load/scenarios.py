@@ -17,13 +17,14 @@ from jetcheck.fixtures.cleanup import connected_version, run_marker
 
 PUBLISHER = "publisher"
 CONSUMER = "consumer"
+BATCH_SIZE = 10  # messages per atomic batch (ADR-50 allows up to 1000)
 
 
 @dataclass(frozen=True)
 class Scenario:
     name: str
     title: str
-    publisher: str = ""  # "sync" | "async" | "kv" | "" (no publishing role)
+    publisher: str = ""  # "sync" | "async" | "kv" | "counter" | "batch" | "" (no publishing role)
     consumer: str = ""  # "pull" | "ordered" | "" (no consuming role)
     stamp: bool = False  # publishers put a send time and sequence in headers
     prefill: bool = False  # the stream is filled before consumers start
@@ -58,8 +59,17 @@ SCENARIOS: dict[str, Scenario] = {
             stamp=True,
         ),
         Scenario("mixed", "async publishers and pull consumers on one stream", publisher="async", consumer="pull"),
+        Scenario("counter", "counter increments (ADR-49, 2.12), waiting for each total", publisher="counter"),
+        Scenario(
+            "batch-publish",
+            f"atomic batches of {BATCH_SIZE} messages (ADR-50, 2.12), one operation per committed batch",
+            publisher="batch",
+            paced=False,  # closed loop: a stream takes 50 batches in flight (ADR-50), an open loop overruns it
+        ),
     )
 }
+# what the stream of a publisher kind needs (nats-server 2.12 on)
+STREAM_OPTIONS = {"counter": {"allow_msg_counter": True}, "batch": {"allow_atomic": True}}
 
 
 # other names a scenario answers to (`--scenario publish`: what every client, driven ones too, runs)
@@ -160,6 +170,7 @@ async def setup(settings: LoadSettings, nc) -> None:
             storage=StorageType.FILE,
             num_replicas=settings.replicas,
             metadata=run_marker(settings.run_id, connected_version(nc)) or None,
+            **STREAM_OPTIONS.get(spec.publisher, {}),
         )
     )
     if spec.consumer == "pull":

@@ -11,6 +11,7 @@ from typing import Any
 from jetcheck.records import OPS_DIR, shared_loop_note
 
 from . import runfile
+from .scenarios import BATCH_SIZE
 from .window import SteadyWindow, steady_window
 
 QUANTILES = (0.5, 0.9, 0.99, 0.999)
@@ -120,6 +121,8 @@ def record_checks(run: dict[str, Any], table) -> list[dict[str, Any]]:
     scenario = run["scenario"]
     if scenario == "kv":
         check("kv_put rows == KV stream last_seq", ok_rows("kv_put"), stream["last_seq"])
+    elif scenario == "batch-publish":  # one row per committed batch
+        check(f"publish rows x {BATCH_SIZE} == stream messages", ok_rows("publish") * BATCH_SIZE, stream["messages"])
     elif ok_rows("publish") or scenario.startswith("publish") or scenario in ("mixed", "end-to-end"):
         check("publish rows == stream messages", ok_rows("publish"), stream["messages"] - prefill)
     consumer = server.get("consumer")
