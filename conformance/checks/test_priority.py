@@ -44,6 +44,16 @@ async def _create_refusal(nc, stream, names, asked: str, **config) -> tuple[int,
     return await refused(nc, f"$JS.API.CONSUMER.CREATE.{stream.name}.{name}", body, asked)
 
 
+async def _pinned(nc, names, make_stream) -> tuple[object, str, str]:
+    """A pinned_client consumer over 3 messages, pinned by a first pull: (stream, consumer, the pin id)."""
+    stream = await _filled(nc, make_stream, 3)
+    consumer = await _grouped(nc, names, stream, "pinned_client")
+    first = await pull(nc, stream.name, consumer, _request(group=GROUP), wait=WAIT_S, messages=1)
+    pin = (first.messages[0].headers or {}).get(PIN) if first.messages else None
+    assert pin, f"{ADR42}: the pinned client's first message includes a Nats-Pin-Id header; got {_summary(first)}"
+    return stream, consumer, pin
+
+
 @pytest.mark.rule("priority.config-refusals")
 async def test_priority_groups_refuse_a_bad_config(nc, names, make_stream, observe):
     """A policy without groups, a 17-character or spaced group name, and groups on a push consumer are refused."""
@@ -83,11 +93,7 @@ async def test_a_pull_without_a_valid_group_is_refused(nc, names, make_stream, o
 @pytest.mark.rule("priority.pin-id")
 async def test_a_pinned_client_is_served_by_its_pin_id_only(nc, names, make_stream):
     """The first delivery carries Nats-Pin-Id; a pull with that id gets the next message with it, another id 423."""
-    stream = await _filled(nc, make_stream, 3)
-    consumer = await _grouped(nc, names, stream, "pinned_client")
-    first = await pull(nc, stream.name, consumer, _request(group=GROUP), wait=WAIT_S, messages=1)
-    pin = (first.messages[0].headers or {}).get(PIN) if first.messages else None
-    assert pin, f"{ADR42}: the pinned client's first message includes a Nats-Pin-Id header; got {_summary(first)}"
+    stream, consumer, pin = await _pinned(nc, names, make_stream)
     wrong = _summary(await pull(nc, stream.name, consumer, _request(group=GROUP, id=pin + "x"), wait=WAIT_S))
     assert not wrong[0] and wrong[1].startswith("423 "), (
         f"{ADR42}: a pull whose id does not match the pin gets a 423 status; it got {wrong}"
@@ -100,11 +106,7 @@ async def test_a_pinned_client_is_served_by_its_pin_id_only(nc, names, make_stre
 @pytest.mark.rule("priority.unpin")
 async def test_unpin_moves_the_pin(nc, names, make_stream):
     """After UNPIN the old id gets 423, and a pull without an id is served with a new Nats-Pin-Id."""
-    stream = await _filled(nc, make_stream, 3)
-    consumer = await _grouped(nc, names, stream, "pinned_client")
-    first = await pull(nc, stream.name, consumer, _request(group=GROUP), wait=WAIT_S, messages=1)
-    old = (first.messages[0].headers or {}).get(PIN) if first.messages else None
-    assert old, f"{ADR42}: the pinned client's first message includes a Nats-Pin-Id header; got {_summary(first)}"
+    stream, consumer, old = await _pinned(nc, names, make_stream)
     await api(nc, f"$JS.API.CONSUMER.UNPIN.{stream.name}.{consumer}", {"group": GROUP})
     stale = _summary(await pull(nc, stream.name, consumer, _request(group=GROUP, id=old), wait=WAIT_S))
     assert not stale[0] and stale[1].startswith("423 "), (

@@ -1,7 +1,7 @@
 """Breakers of the stream and consumer features: mirrors and sources (ADR-59), republish (ADR-28), metadata (ADR-33),
-compression (ADR-35), and
-what nats-server added from 2.11: priority groups (ADR-42), per-message TTL (ADR-43), consumer pause, API levels and
-asset metadata (ADR-44), counters (ADR-49), atomic batch publish (ADR-50), message schedules (ADR-51)."""
+compression (ADR-35), and what nats-server added from 2.11: priority groups (ADR-42), per-message TTL (ADR-43),
+consumer pause, API levels and asset metadata (ADR-44), counters (ADR-49), atomic batch publish (ADR-50), message
+schedules (ADR-51)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from jetcheck.fixtures.nats_protocol import Frame, NatsHeaders
-from jetcheck.fixtures.proxy import Breaker, HookResult, compose
+from jetcheck.fixtures.proxy import Breaker, Hook, HookResult, compose
 
 from .breakers import (
     API,
@@ -48,52 +48,46 @@ BATCH_HEADERS = ("Nats-Batch-Id", "Nats-Batch-Sequence", "Nats-Batch-Commit")
 INTEGER = re.compile(r"^[+-]?\d+$")
 
 
-def _halve_ttl(frame: Frame) -> HookResult:
-    """A publish's Nats-TTL of whole seconds becomes half of it (at least 1 s): its message expires too early."""
-    if frame.op != "HPUB" or frame.headers is None or TTL.encode() not in frame.headers:
-        return frame
-    headers = NatsHeaders.parse(frame.headers)
-    found = WHOLE_SECONDS.match(headers.get(TTL) or "")
-    if found is None or int(found.group(1)) < 2:
-        return frame
-    headers.remove(TTL)
-    headers.items.append((TTL, f"{int(found.group(1)) // 2}s"))
-    return frame.with_headers(headers)
+def header_rewriter(name: str, rewrite: Callable[[str], str | None]) -> Hook:
+    """A hook that gives publishes' header `name` the value `rewrite` makes of it (None leaves it as it is)."""
+    raw = name.encode()
+
+    def hook(frame: Frame) -> HookResult:
+        if frame.op != "HPUB" or frame.headers is None or raw not in frame.headers:
+            return frame
+        headers = NatsHeaders.parse(frame.headers)
+        value = rewrite(headers.get(name) or "")
+        if value is None:
+            return frame
+        headers.remove(name)
+        headers.items.append((name, value))
+        return frame.with_headers(headers)
+
+    return hook
 
 
-def _valid_increment(frame: Frame) -> HookResult:
-    """A publish's Nats-Incr that is no integer becomes +1: a counter stream takes what it must reject."""
-    if frame.op != "HPUB" or frame.headers is None or INCR.encode() not in frame.headers:
-        return frame
-    headers = NatsHeaders.parse(frame.headers)
-    if INTEGER.match(headers.get(INCR) or ""):
-        return frame
-    headers.remove(INCR)
-    headers.items.append((INCR, "+1"))
-    return frame.with_headers(headers)
+def _halved_ttl(ttl: str) -> str | None:
+    """A TTL of whole seconds, halved: its message expires too early."""
+    found = WHOLE_SECONDS.match(ttl)
+    return f"{int(found.group(1)) // 2}s" if found and int(found.group(1)) >= 2 else None
 
 
-def _schedule_early(frame: Frame) -> HookResult:
-    """A publish's '@at' schedule is moved EARLY_S seconds earlier: it fires before its time."""
-    if frame.op != "HPUB" or frame.headers is None or SCHEDULE.encode() not in frame.headers:
-        return frame
-    headers = NatsHeaders.parse(frame.headers)
-    found = AT.match(headers.get(SCHEDULE) or "")
+def _valid_increment(increment: str) -> str | None:
+    """An increment that is no integer becomes +1: a counter stream takes what it must reject."""
+    return None if INTEGER.match(increment) else "+1"
+
+
+def _earlier_schedule(schedule: str) -> str | None:
+    """An '@at' schedule EARLY_S seconds earlier: it fires before its time."""
+    found = AT.match(schedule)
     if found is None:
-        return frame
+        return None
     at = datetime.fromisoformat(found.group(1)).replace(tzinfo=UTC).timestamp() - EARLY_S
-    headers.remove(SCHEDULE)
-    headers.items.append((SCHEDULE, "@at " + datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")))
-    return frame.with_headers(headers)
+    return "@at " + datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _rfc3339(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
-
-
-def _resume_instead(body: dict) -> bool:
-    """A pause request becomes a resume (no pause_until)."""
-    return dropping("pause_until")(body)
 
 
 def _pause_forever(body: dict) -> bool:
@@ -156,7 +150,7 @@ def _pause_ignored() -> Breaker:
     return Breaker(
         "pause-ignored",
         compose(
-            json_request_rewriter(PAUSE_SUBJECT, _resume_instead),
+            json_request_rewriter(PAUSE_SUBJECT, dropping("pause_until")),  # a resume
             json_request_rewriter(CONSUMER_CREATE, dropping("pause_until", within="config")),
         ),
     )
@@ -175,7 +169,7 @@ def _strip_server_metadata(body: dict) -> bool:
 
 BREAKERS: dict[str, Callable[[], Breaker]] = {
     "strip-ttl": lambda: Breaker("strip-ttl", headers_remover(TTL)),
-    "ttl-halved": lambda: Breaker("ttl-halved", _halve_ttl),
+    "ttl-halved": lambda: Breaker("ttl-halved", header_rewriter(TTL, _halved_ttl)),
     "create-drop-marker-ttl": request_rewriting(
         "create-drop-marker-ttl", CREATE_SUBJECT, dropping("subject_delete_marker_ttl")
     ),
@@ -189,14 +183,14 @@ BREAKERS: dict[str, Callable[[], Breaker]] = {
     "create-drop-metadata": _create_dropping_metadata,
     "create-drop-compression": request_rewriting("create-drop-compression", CREATE_SUBJECT, dropping("compression")),
     "strip-incr": lambda: Breaker("strip-incr", headers_remover(INCR)),
-    "incr-made-valid": lambda: Breaker("incr-made-valid", _valid_increment),
+    "incr-made-valid": lambda: Breaker("incr-made-valid", header_rewriter(INCR, _valid_increment)),
     "create-drop-counter": request_rewriting("create-drop-counter", CREATE_SUBJECT, dropping("allow_msg_counter")),
     "create-drop-mirror": request_rewriting("create-drop-mirror", CREATE_SUBJECT, dropping("mirror")),
     "create-drop-sources": request_rewriting("create-drop-sources", CREATE_SUBJECT, dropping("sources")),
     "source-drop-transforms": request_rewriting("source-drop-transforms", CREATE_SUBJECT, _drop_source_transforms),
     "strip-stream-source": lambda: ReplyRewriter(MSG_GET, _strip_stream_source).breaker("strip-stream-source"),
     "strip-schedule-headers": lambda: Breaker("strip-schedule-headers", headers_remover(SCHEDULE, SCHEDULE_TARGET)),
-    "schedule-at-early": lambda: Breaker("schedule-at-early", _schedule_early),
+    "schedule-at-early": lambda: Breaker("schedule-at-early", header_rewriter(SCHEDULE, _earlier_schedule)),
     "strip-schedule-next": lambda: Breaker("strip-schedule-next", headers_remover(SCHEDULER, NEXT)),
     "create-drop-schedules": request_rewriting(
         "create-drop-schedules", CREATE_SUBJECT, dropping("allow_msg_schedules")
