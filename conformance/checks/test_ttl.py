@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import pytest
@@ -25,13 +24,16 @@ async def _ttl_stream(make_stream, **config):
 
 
 async def _removed_after(nc, stream: str, seq: int, sent_at: float, within: float) -> float | None:
-    """Seconds from `sent_at` until message `seq` is gone (polled), or None when it is still stored after `within`."""
-    while True:
+    """Seconds from `sent_at` until message `seq` is seen gone, or None when it is still stored after `within`."""
+    seen: list[float] = []
+
+    async def gone() -> bool:
         if await get_message(nc, stream, seq) is None:
-            return time.monotonic() - sent_at
-        if time.monotonic() - sent_at > within:
-            return None
-        await asyncio.sleep(POLL_S)
+            seen.append(time.monotonic() - sent_at)
+        return bool(seen)
+
+    await eventually(gone, timeout=within - (time.monotonic() - sent_at), interval=POLL_S)
+    return seen[0] if seen else None
 
 
 @pytest.mark.rule("ttl.disabled-refused")
