@@ -8,6 +8,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import nats.errors
@@ -142,6 +143,18 @@ async def stored_messages(nc: Client, stream: str) -> list[StoredMessage]:
         return []
     found = [await get_message(nc, stream, seq) for seq in range(state.first_seq, state.last_seq + 1)]
     return [m for m in found if m is not None]
+
+
+def epoch_seconds(text: str) -> float:
+    """An RFC 3339 UTC time as the server writes it (up to nanoseconds, `Z`), as seconds since the epoch."""
+    head, _, fraction = text.rstrip("Z").partition(".")
+    return datetime.fromisoformat(head).replace(tzinfo=UTC).timestamp() + float(f"0.{fraction or 0}")
+
+
+def rfc3339(at: float, whole_seconds: bool = False) -> str:
+    """`at` (seconds since the epoch) as RFC 3339 UTC, to the microsecond or to the whole second."""
+    moment = datetime.fromtimestamp(at, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ") if whole_seconds else moment.isoformat().replace("+00:00", "Z")
 
 
 async def eventually(condition: Callable[[], Awaitable[bool]], timeout: float, interval: float = 0.05) -> bool:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 
 import pytest
 
-from jetcheck.conformance.jsapi import NS, api, consumer_info, create_consumer, eventually
+from jetcheck.conformance.jsapi import NS, api, consumer_info, create_consumer, epoch_seconds, eventually, rfc3339
 from jetcheck.conformance.silence import answering
 
 pytestmark = pytest.mark.asyncio
@@ -19,17 +18,9 @@ HEARTBEAT_S = 0.5
 DOCS = "docs.nats.io (2.11, Consumer pausing)"
 
 
-def _rfc3339(at: float) -> str:
-    return datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
-
-
-def _instant(text: str) -> float:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
 async def _pause(nc, stream: str, consumer: str, seconds: float | None) -> dict:
     """CONSUMER.PAUSE until `seconds` from now (None: an empty payload, a resume); the reply."""
-    body = None if seconds is None else {"pause_until": _rfc3339(time.time() + seconds)}
+    body = None if seconds is None else {"pause_until": rfc3339(time.time() + seconds)}
     return await api(nc, f"$JS.API.CONSUMER.PAUSE.{stream}.{consumer}", body)
 
 
@@ -64,11 +55,11 @@ async def test_pause_answers_and_shows_its_deadline(nc, names, make_stream):
     stream = await make_stream()
     name = (await create_consumer(nc, stream.name, durable_name=names.consumer(), ack_policy="explicit"))["name"]
     asked = time.time() + LONG_PAUSE_S
-    reply = await api(nc, f"$JS.API.CONSUMER.PAUSE.{stream.name}.{name}", {"pause_until": _rfc3339(asked)})
-    got = (reply.get("paused"), abs(_instant(reply.get("pause_until") or _rfc3339(0)) - asked) < 0.001,
+    reply = await api(nc, f"$JS.API.CONSUMER.PAUSE.{stream.name}.{name}", {"pause_until": rfc3339(asked)})
+    got = (reply.get("paused"), abs(epoch_seconds(reply.get("pause_until") or rfc3339(0)) - asked) < 0.001,
            0 < reply.get("pause_remaining", 0) <= LONG_PAUSE_S * NS)  # fmt: skip
     assert got == (True, True, True), (
-        f"{DOCS}: the pause answers paused true, the pause_until asked ({_rfc3339(asked)}) and what remains of it; "
+        f"{DOCS}: the pause answers paused true, the pause_until asked ({rfc3339(asked)}) and what remains of it; "
         f"the server answered {reply}"
     )
     info = await consumer_info(nc, stream.name, name)
@@ -161,7 +152,7 @@ async def test_an_empty_pause_request_resumes_at_once(js, nc, names, make_stream
 async def test_a_consumer_created_with_pause_until_starts_paused(nc, names, make_stream):
     """A consumer created with pause_until 30 s from now is paused, with that much remaining."""
     stream = await make_stream()
-    until = _rfc3339(time.time() + LONG_PAUSE_S)
+    until = rfc3339(time.time() + LONG_PAUSE_S)
     info = await create_consumer(nc, stream.name, durable_name=names.consumer(), ack_policy="explicit",
                                  pause_until=until)  # fmt: skip
     assert info.get("paused") is True and 0 < info.get("pause_remaining", 0) <= LONG_PAUSE_S * NS, (

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
 
 import pytest
 
 from jetcheck.conformance.checks.answers import refused
-from jetcheck.conformance.jsapi import api, eventually, publish_raw, stream_state, subject_messages
+from jetcheck.conformance.jsapi import (
+    api,
+    epoch_seconds,
+    eventually,
+    publish_raw,
+    rfc3339,
+    stream_state,
+    subject_messages,
+)
 from jetcheck.conformance.silence import answering
 
 pytestmark = pytest.mark.asyncio
@@ -24,15 +31,9 @@ async def _scheduling(make_stream, **config):
     return await make_stream(allow_msg_schedules=True, **config)
 
 
-def _instant(text: str) -> float:
-    """An RFC 3339 time with nanoseconds, as seconds since the epoch."""
-    head, _, frac = text.rstrip("Z").partition(".")
-    return datetime.fromisoformat(head).replace(tzinfo=UTC).timestamp() + float(f"0.{frac or 0}")
-
-
 async def _stored_time(nc, stream: str, seq: int) -> float:
     """When the server stored message `seq` of `stream`, by the server's clock."""
-    return _instant((await api(nc, f"$JS.API.STREAM.MSG.GET.{stream}", {"seq": seq}))["message"]["time"])
+    return epoch_seconds((await api(nc, f"$JS.API.STREAM.MSG.GET.{stream}", {"seq": seq}))["message"]["time"])
 
 
 async def _fired(nc, stream, subject: str, count: int = 1) -> list:
@@ -76,7 +77,7 @@ async def test_a_future_schedule_fires_at_its_time(nc, make_stream, observe):
     stream = await _scheduling(make_stream)
     probe = await publish_raw(nc, stream.subject("clock"), b"")
     at = math.ceil(await _stored_time(nc, stream.name, probe["seq"])) + 2  # whole seconds: RFC 3339 without fraction
-    when = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    when = rfc3339(at, whole_seconds=True)
     target = stream.subject("target")
     await publish_raw(nc, stream.subject("schedule"), b"later", {SCHEDULE: f"@at {when}", TARGET: target})
     (fired,) = (await _fired(nc, stream, target))[:1]
