@@ -576,7 +576,7 @@ TABLE: tuple[Option, ...] = (
             "load": {
                 "help": "client that runs the load: "
                 + ", ".join(CLIENTS)
-                + " (nats.js, nats.go: @version; async publish and pull consume scenarios)"
+                + " (nats.js, nats.go: @version; async publish, pull consume, kv, counter and batch-publish scenarios)"
             },
             LOCUST: {"help": "client that runs the load (nats.go and nats.js through their drivers)"},
         },

@@ -23,7 +23,7 @@ from jetcheck.options import DRIVEN_CLIENTS
 
 from .drivers import NEVER, Driver, DriverOpFailed, Overflow
 from .oplog import NO_E2E, SLOTS, OpLog
-from .scenarios import LoadSettings, scenario
+from .scenarios import BATCH_SIZE, LoadSettings, scenario
 
 # drivers/PROTOCOL.md "Load": a row of the driver's records is these int64s, little-endian
 ROW_FIELDS = ("intended_ns", "sent_ns", "acked_ns", "stream_seq", "error", "err_code")
@@ -57,16 +57,17 @@ def is_driven(client: str) -> bool:
     return split_client(client)[0] in DRIVEN_CLIENTS
 
 
-DRIVEN_SCENARIOS = ("publish-async", "pull-consume", "mixed", "end-to-end", "kv")
+DRIVEN_SCENARIOS = ("publish-async", "pull-consume", "mixed", "end-to-end", "kv", "counter", "batch-publish")
 
 
 def check_driven_scenario(client: str, scenario_name: str) -> None:
-    """A driver publishes (async, with an ack window), pull-consumes (fetch + explicit ack) and puts/gets KV keys; the
-    scenarios made of those run through it, the others (sync publish, ordered consumer) through nats-py only."""
+    """A driver publishes (async, with an ack window), pull-consumes (fetch + explicit ack), puts/gets KV keys,
+    increments counters and publishes atomic batches; the scenarios made of those run through it, the others (sync
+    publish, ordered consumer) through nats-py only."""
     spec = scenario(scenario_name)
     if "+" in client:
         raise ConfigError(f"--client {client}: a driver's misbehave modes are for certify's proofs, not for load")
-    if spec.publisher not in ("async", "kv", "") or spec.consumer not in ("pull", ""):
+    if spec.publisher not in ("async", "kv", *REQUEST_OPS, "") or spec.consumer not in ("pull", ""):
         raise ConfigError(
             f"--client {client} runs {', '.join(DRIVEN_SCENARIOS)}; {spec.name} runs through nats-py only"
         )
@@ -192,6 +193,34 @@ class DrivenPublisher(DrivenUser):
         self.count_failures("publish", errors, names)
 
 
+class DrivenCounter(DrivenPublisher):
+    """Counter increments inside the driver, as CounterPublisher: an empty publish with Nats-Incr +1 on the user's
+    subject, each waiting for its ack (the new total); rows as load_publish's."""
+
+    load_op = "load_counter"
+
+    def load_arguments(self) -> dict:
+        s = self.settings
+        subject = s.subject(self.pid, self.user)
+        self.ctx = self.log.context(self.user, "publish", s.stream, subject, 0)  # an increment has no body
+        return {"subject": subject, "payload_size": 0, "rate": s.rate_per_publisher, "max_inflight": s.max_inflight}
+
+
+class DrivenBatch(DrivenPublisher):
+    """Atomic batches inside the driver, as BatchPublisher: BATCH_SIZE messages under one batch id, one row per
+    batch from its first message to the commit's ack (whose stream sequence it logs)."""
+
+    load_op = "load_batch"
+
+    def load_arguments(self) -> dict:
+        arguments = super().load_arguments()
+        del arguments["stamp"]
+        return {**arguments, "batch_size": BATCH_SIZE}
+
+
+REQUEST_OPS = {"counter": DrivenCounter, "batch": DrivenBatch}  # publisher kinds whose every operation waits
+
+
 class DrivenConsumer(DrivenUser):
     """A pull consumer inside the driver: fetch + explicit ack on the scenario's durable, as PullConsumer logs it (a
     ``consume`` row per message, intended and started when its fetch began, a ``fetch`` row per fetch)."""
@@ -282,5 +311,6 @@ class DrivenKv(DrivenUser):
 def driven_class(settings: LoadSettings, role: str) -> type[DrivenUser]:
     """The driven user of a role in the scenario (as drivers.driver_class for nats-py)."""
     if role == "publisher":
-        return DrivenKv if settings.spec.publisher == "kv" else DrivenPublisher
+        kind = settings.spec.publisher
+        return DrivenKv if kind == "kv" else REQUEST_OPS.get(kind, DrivenPublisher)
     return DrivenConsumer

@@ -307,6 +307,7 @@ class CounterPublisher(Publisher):
     async def prepare(self) -> None:
         await super().prepare()
         self.payload = b""  # a counter message has no body
+        self.ctx = self.log.context(self.user, "publish", self.settings.stream, self.subject, 0)
         self.async_mode = False
 
     def _headers(self, now: int) -> dict[str, str]:

@@ -225,7 +225,21 @@ async def server_counts(settings: LoadSettings, nc) -> dict[str, Any]:
         }
     if settings.spec.prefill:
         counts["prefill"] = settings.prefill
+    if settings.spec.publisher == "counter":
+        counts["counter"] = await counter_totals(js, settings.stream)
     return counts
+
+
+async def counter_totals(js, stream: str) -> dict[str, int]:
+    """A counter stream's subjects and the sum of their totals: each subject's last message carries its counter's
+    value as ``{"val": "<total>"}`` (ADR-49)."""
+    import json
+
+    subjects = (await js.stream_info(stream, subjects_filter=">")).state.subjects or {}
+    total = 0
+    for subject in subjects:
+        total += int(json.loads((await js.get_last_msg(stream, subject)).data)["val"])
+    return {"subjects": len(subjects), "total": total}
 
 
 async def teardown(settings: LoadSettings, nc) -> list[str]:

@@ -117,6 +117,8 @@ def record_checks(run: dict[str, Any], table) -> list[dict[str, Any]]:
     if not stream:
         checks.append({"check": "server counts read", "pass": False, "server": server.get("error", "missing")})
         return checks
+    if table.num_rows == 0:  # no user ran (a driver that died at start): 0 == 0 below would pass
+        checks.append({"check": "operations logged", "logged": 0, "server": "-", "pass": False})
     prefill = server.get("prefill", 0)
     scenario = run["scenario"]
     if scenario == "kv":
@@ -125,6 +127,8 @@ def record_checks(run: dict[str, Any], table) -> list[dict[str, Any]]:
         check(f"publish rows x {BATCH_SIZE} == stream messages", ok_rows("publish") * BATCH_SIZE, stream["messages"])
     elif ok_rows("publish") or scenario.startswith("publish") or scenario in ("mixed", "end-to-end"):
         check("publish rows == stream messages", ok_rows("publish"), stream["messages"] - prefill)
+    if scenario == "counter":  # each acked increment added one to its subject's counter
+        check("publish rows == sum of counter values", ok_rows("publish"), (server.get("counter") or {}).get("total"))
     consumer = server.get("consumer")
     if consumer:
         # a pull that expired on the client while the server was delivering leaves messages delivered but not

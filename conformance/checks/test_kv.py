@@ -8,7 +8,9 @@ test (the `client` fixture, any adapter), watchers included.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import AsyncIterator, Awaitable
+from typing import TypeVar
 
 import nats.errors
 import pytest
@@ -17,6 +19,8 @@ from jetcheck.conformance.checks.answers import answered, who
 from jetcheck.conformance.clients.base import (
     KV_DEL,
     KV_PURGE,
+    ClientError,
+    Indeterminate,
     KeyNotFound,
     KvEntry,
     Unsupported,
@@ -24,7 +28,18 @@ from jetcheck.conformance.clients.base import (
     connected,
     refusal,
 )
-from jetcheck.conformance.jsapi import NS, ApiError, api, publish_raw, purge, subject_messages
+from jetcheck.conformance.jsapi import (
+    NS,
+    ApiError,
+    api,
+    create_stream,
+    eventually,
+    publish_raw,
+    purge,
+    subject_messages,
+)
+from jetcheck.conformance.plugin import na
+from jetcheck.conformance.silence import answering
 from jetcheck.conformance.watching import watched, within
 
 pytestmark = pytest.mark.asyncio
@@ -32,6 +47,7 @@ pytestmark = pytest.mark.asyncio
 EXPECTED_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
 KV_OPERATION = "KV-Operation"
 TWO_MINUTES_NS = 120 * NS
+T = TypeVar("T")
 
 
 # --- helpers -----------------------------------------------------------------------------------------------------
@@ -527,3 +543,243 @@ async def test_status_reports_bucket_values_history_and_ttl(client, target, buck
         status = await kv.status()
     got = (status.bucket, status.values, status.history, status.ttl)
     assert got == (bucket, 3, 3, 60), f"{who(client)} status() said {status}"
+
+
+# --- ADR-48: limit markers, per-key TTLs, TTL'd purges -------------------------------------------------------------
+
+NATS_TTL = "Nats-TTL"
+MARKER_REASON = "Nats-Marker-Reason"
+MARKERS_KEPT_S = 60  # the suite's limit markers outlive every check that reads them
+EXPIRY_WAIT_S = 15.0  # a 1 s Nats-TTL expires and leaves its marker well within this
+GO_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def ttl_seconds(header: str | None) -> float | None:
+    """A Nats-TTL header's seconds (ADR-43: whole seconds, or a Go duration such as 1h or 90s); None without one."""
+    if header is None:
+        return None
+    text = header.strip()
+    if text.isdigit():
+        return float(text)
+    parts = GO_DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    return sum(float(n) * DURATION_UNITS[u] for n, u in parts)
+
+
+async def offered(client, documented: str, call: Awaitable[T]) -> T:
+    """What the client's `call` returned: na when the client does not have the feature at all (Unsupported), a
+    failure when it refuses (`documented` says what the ADR asks)."""
+    try:
+        return await call
+    except Unsupported as missing:
+        na(f"{documented} is not offered by {who(client)} ({missing})")
+    except Indeterminate:
+        raise
+    except ClientError as refused:
+        pytest.fail(f"{documented}; {who(client)} refused: {refused}")
+
+
+@contextlib.asynccontextmanager
+async def offered_bucket(client, target, bucket: str, documented: str, **options):
+    """The bucket created through the client with `options` (ADR-48's among them), on its own session."""
+    async with connected(client, target.url, target.credentials) as session:
+        yield await offered(client, documented, session.kv_create(bucket, **options))
+
+
+async def enable_limit_markers(nc, bucket: str) -> None:
+    """Limit markers on the bucket's stream, kept MARKERS_KEPT_S, set by the suite (ADR-48 allows enabling them on a
+    bucket made without): the marker checks judge what the client makes of markers, not how it asks for them. The
+    history is 1, so a 1 s Nats-TTL stays 1 s (with more, the server raises a TTL to the markers' own)."""
+    config = (await api(nc, f"$JS.API.STREAM.INFO.KV_{bucket}"))["config"]
+    config |= {"allow_msg_ttl": True, "subject_delete_marker_ttl": MARKERS_KEPT_S * NS, "max_msgs_per_subject": 1}
+    await api(nc, f"$JS.API.STREAM.UPDATE.KV_{bucket}", config)
+
+
+async def expired(nc, bucket: str, key: str) -> int:
+    """The revision of the MaxAge marker the server leaves once the key's TTL expired (awaited)."""
+    subject = f"$KV.{bucket}.{key}"
+    found: list[int] = []
+
+    async def marked() -> bool:
+        stored = await subject_messages(nc, f"KV_{bucket}", subject)
+        found[:] = [m.seq for m in stored if m.headers.get(MARKER_REASON) == "MaxAge"]
+        return bool(found)
+
+    if not await eventually(marked, EXPIRY_WAIT_S):
+        await answering(nc)
+        raise Indeterminate(
+            "timeout", f"the server left no MaxAge marker on {subject} within {EXPIRY_WAIT_S:.0f} s of its 1 s TTL"
+        )
+    return found[-1]
+
+
+async def markers_in_place(nc, kv, bucket: str) -> dict[str, int]:
+    """Keys p, r and t of a history-1 bucket whose latest messages are limit markers: the server's own MaxAge marker
+    on t (its 1 s Nats-TTL expired), and markers with reasons Purge on p and Remove on r (the other reasons ADR-48
+    lists; the server writes only MaxAge ones today, so they are published as it would). Key -> marker revision."""
+    await enable_limit_markers(nc, bucket)
+    await kv.put("p", b"x")
+    await kv.put("r", b"x")
+    await publish_raw(nc, f"$KV.{bucket}.t", b"v", {NATS_TTL: "1s"})
+    revisions = {
+        "p": (await publish_raw(nc, f"$KV.{bucket}.p", b"", {MARKER_REASON: "Purge"}))["seq"],
+        "r": (await publish_raw(nc, f"$KV.{bucket}.r", b"", {MARKER_REASON: "Remove"}))["seq"],
+    }
+    return revisions | {"t": await expired(nc, bucket, "t")}
+
+
+@pytest.mark.rule("kv.limit-markers-config")
+async def test_limit_markers_allow_msg_ttl_and_keep_markers(client, target, nc, bucket, observe):
+    """A bucket created with limit markers kept 5 s has allow_msg_ttl true and subject_delete_marker_ttl 5 s."""
+    documented = "ADR-48: limit markers set allow_msg_ttl true and subject_delete_marker_ttl to the duration"
+    async with offered_bucket(client, target, bucket, documented, limit_marker_ttl=5):
+        config = (await api(nc, f"$JS.API.STREAM.INFO.KV_{bucket}"))["config"]
+    got = (config.get("allow_msg_ttl"), config.get("subject_delete_marker_ttl"))
+    observe("allow_msg_ttl, subject_delete_marker_ttl", got)
+    assert got == (True, 5 * NS), (
+        f"{documented}; {who(client)} created the bucket with limit markers of 5 s as allow_msg_ttl={got[0]}, "
+        f"subject_delete_marker_ttl={got[1]}"
+    )
+
+
+@pytest.mark.rule("kv.status-limit-marker-ttl")
+async def test_status_reports_the_limit_marker_ttl(client, target, bucket):
+    """status() of a bucket with limit markers kept 5 s reports LimitMarkerTTL 5 s."""
+    documented = "ADR-48 Status: LimitMarkerTTL reports how long the bucket keeps its limit markers"
+    async with offered_bucket(client, target, bucket, documented, limit_marker_ttl=5) as kv:
+        status = await answered(client, documented, "status()", kv.status())
+    if status.limit_marker_ttl is None:
+        na(f"{who(client)}'s status has no LimitMarkerTTL ({status})")
+    assert status.limit_marker_ttl == 5, (
+        f"{documented}; for limit markers of 5 s {who(client)} status() reported LimitMarkerTTL "
+        f"{status.limit_marker_ttl} s"
+    )
+
+
+@pytest.mark.rule("kv.create-ttl")
+async def test_create_with_a_ttl_sends_it_as_nats_ttl(client, target, nc, bucket):
+    """create(key, value, ttl=3 s) on a bucket with limit markers stores the value with Nats-TTL 3 s."""
+    documented = "ADR-48: Create() accepts a TTL, sent as the Nats-TTL header of the put"
+    async with offered_bucket(client, target, bucket, documented, history=5, limit_marker_ttl=1) as kv:
+        await offered(client, documented, kv.create("k", b"v", ttl=3))
+        stored = await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.k")
+    shown = [(m.payload, m.headers.get(NATS_TTL)) for m in stored]
+    assert len(stored) == 1 and stored[0].payload == b"v" and ttl_seconds(stored[0].headers.get(NATS_TTL)) == 3, (
+        f"{documented}; after {who(client)} create('k', ttl=3 s) the key holds (value, Nats-TTL) {shown}"
+    )
+
+
+@pytest.mark.rule("kv.purge-ttl")
+async def test_purge_with_a_ttl_keeps_the_marker_that_long(client, target, nc, bucket):
+    """purge(key, ttl=30 s) leaves only a PURGE marker with Nats-Rollup: sub and Nats-TTL 30 s."""
+    documented = "ADR-48: Purge() accepts a TTL: a purge marker with KV-Operation: PURGE, Nats-Rollup: sub and Nats-TTL"
+    async with offered_bucket(client, target, bucket, documented, history=5, limit_marker_ttl=1) as kv:
+        await kv.put("k", b"v1")
+        await kv.put("k", b"v2")
+        await offered(client, documented, kv.purge("k", ttl=30))
+        stored = await subject_messages(nc, f"KV_{bucket}", f"$KV.{bucket}.k")
+    shown = [(m.payload, m.headers) for m in stored]
+    marker = stored[-1].headers if stored else {}
+    got = (marker.get(KV_OPERATION), marker.get("Nats-Rollup"), ttl_seconds(marker.get(NATS_TTL)))
+    assert len(stored) == 1 and stored[0].payload == b"" and got == ("PURGE", "sub", 30), (
+        f"{documented}; after {who(client)} purge('k', ttl=30 s) the key holds {shown}"
+    )
+
+
+@pytest.mark.rule("kv.marker-get")
+async def test_get_of_a_key_ended_by_a_limit_marker_is_not_found(client, target, nc, bucket):
+    """get of a key whose latest message is a MaxAge (TTL expired), Purge or Remove limit marker is not found."""
+    async with client_kv(client, target, bucket) as kv:
+        await markers_in_place(nc, kv, bucket)
+        for key, reason in (("p", "Purge"), ("r", "Remove"), ("t", "MaxAge")):
+            await no_value(client, kv, key, f"a limit marker with {MARKER_REASON}: {reason} (ADR-8, ADR-48)")
+
+
+@pytest.mark.rule("kv.marker-watch")
+async def test_watch_maps_limit_markers_to_purge_and_delete(client, target, nc, bucket):
+    """A watch yields MaxAge and Purge limit markers as PURGE entries and Remove ones as DEL, initial or later."""
+    documented = "ADR-48: a watcher treats Nats-Marker-Reason MaxAge and Purge as PURGE, Remove as DEL"
+    async with client_kv(client, target, bucket) as kv:
+        revisions = await markers_in_place(nc, kv, bucket)
+        async with watching(client, kv.watch(), "ADR-8 Watch") as watch:
+            initial = await _yielded(client, watch, f"{documented}; the end-of-initial-data signal after the markers")
+            expected = [f"{k}@{revisions[k]}:{op}=b''" for k, op in (("p", "PURGE"), ("r", "DEL"), ("t", "PURGE"))]
+            assert initial == [*expected, "<end of initial data>"], (
+                f"{documented}; with markers Purge on p, Remove on r and MaxAge on t (its TTL expired) {who(client)}'s "
+                f"watch yielded {initial}"
+            )
+            put = (await publish_raw(nc, f"$KV.{bucket}.u", b"w", {NATS_TTL: "1s"}))["seq"]
+            marker = await expired(nc, bucket, "u")
+            later = await _later_changes(client, watch, 2)
+            assert later == [f"u@{put}:PUT=b'w'", f"u@{marker}:PURGE=b''"], (
+                f"{documented}; while it watched, u was put with a 1 s TTL that expired (a MaxAge marker): "
+                f"{who(client)}'s watch yielded {later}"
+            )
+
+
+# --- ADR-8: key filters, bucket management ---------------------------------------------------------------------
+
+
+@pytest.mark.rule("kv.keys-filter")
+async def test_keys_with_a_filter_lists_only_matching_live_keys(client, target, bucket):
+    """keys(['x.*']) lists the live keys one token under x. and nothing else."""
+    documented = "ADR-8: keys with a key filter lists the live keys matching it, as a watch of it would"
+    async with client_kv(client, target, bucket) as kv:
+        for key in ("x.1", "x.2", "x.a.b", "y.1", "x3"):
+            await kv.put(key, b"v")
+        await kv.delete("x.2")
+        keys = await within(kv.session, offered(client, documented, kv.keys(["x.*"])), "keys(['x.*'])")
+    assert sorted(keys) == ["x.1"], (
+        f"{documented}; with keys x.1, x.2 (deleted), x.a.b, y.1 and x3, {who(client)} keys(['x.*']) listed "
+        f"{sorted(keys)}"
+    )
+
+
+@pytest.mark.rule("kv.keys-filters")
+async def test_keys_with_several_filters_lists_keys_matching_any(client, target, bucket):
+    """keys(['a', 'c.d']) lists keys a and c.d, not ab, c.e or b."""
+    documented = "ADR-8: keys with several filter subjects lists the live keys matching any of them"
+    async with client_kv(client, target, bucket) as kv:
+        for key in ("a", "ab", "c.d", "c.e", "b"):
+            await kv.put(key, b"v")
+        keys = await within(kv.session, offered(client, documented, kv.keys(["a", "c.d"])), "keys(['a', 'c.d'])")
+    assert sorted(keys) == ["a", "c.d"], (
+        f"{documented}; with keys a, ab, c.d, c.e and b, {who(client)} keys(['a', 'c.d']) listed {sorted(keys)}"
+    )
+
+
+@pytest.mark.rule("kv.bucket-delete")
+async def test_deleting_a_bucket_removes_its_stream(client, target, nc, bucket):
+    """The client's delete of a bucket leaves no stream KV_<b>."""
+    documented = "ADR-8 Deleting a bucket: 'Remove the stream entirely'"
+    async with connected(client, target.url, target.credentials) as session:
+        kv = await session.kv_create(bucket)
+        await kv.put("k", b"v")
+        await offered(client, documented, session.kv_delete_bucket(bucket))
+    try:
+        info = await api(nc, f"$JS.API.STREAM.INFO.KV_{bucket}")
+    except ApiError as gone:
+        assert gone.err_code == 10059, f"{documented}; stream info of KV_{bucket} after the delete: {gone}"
+        return
+    state = info.get("state", {})
+    pytest.fail(f"{documented}; after {who(client)} deleted the bucket, its stream KV_{bucket} is still there: {state}")
+
+
+@pytest.mark.rule("kv.bucket-names")
+async def test_bucket_names_lists_buckets_by_name_only(client, target, nc, names, bucket):
+    """The client's bucket lister names both buckets just made, by their names, and no plain stream."""
+    documented = "ADR-8 KV Management: the bucket lister names every bucket (no KV_ prefix) and nothing else"
+    plain = names.stream()
+    await create_stream(nc, plain, [f"{names.subject()}.>"])
+    second = names.bucket()
+    async with connected(client, target.url, target.credentials) as session:
+        for each in (bucket, second):
+            await session.kv_create(each)
+        listed = await offered(client, documented, session.kv_bucket_names())
+    mine = sorted(n for n in listed if n.removeprefix("KV_") in (bucket, second, plain))
+    assert mine == sorted([bucket, second]) and not any(n.startswith("KV_") for n in listed), (
+        f"{documented}; with buckets {bucket}, {second} and the plain stream {plain}, {who(client)} listed {mine} "
+        f"of them ({len(listed)} in all, {sum(n.startswith('KV_') for n in listed)} with the KV_ prefix)"
+    )

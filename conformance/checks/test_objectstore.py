@@ -1,4 +1,5 @@
-"""Object stores (ADR-20): the bucket stream, chunks and digests, replace and delete, list, watch, meta, links.
+"""Object stores (ADR-20): the bucket stream, chunks and digests, replace and delete, list, watch, meta, links,
+seal and status.
 
 The checks drive the client under test (--client) through its adapter's object store
 (conformance/clients/base.py ObjectStore), watchers included, and read what it stored on the bucket's stream
@@ -16,10 +17,12 @@ import pytest_asyncio
 
 from jetcheck.conformance.checks.answers import answered, who
 from jetcheck.conformance.clients.base import (
+    ClientError,
     DigestMismatch,
     ObjectExists,
     ObjectInfo,
     ObjectNotFound,
+    ObjectStoreStatus,
     Unsupported,
     connected,
     refusal,
@@ -376,3 +379,84 @@ async def test_add_link_refuses_deleted_targets_and_links(client, store):
     assert await refusal(store.add_link("link-to-deleted", "target")) is not None, (
         f"ADR-20: AddLink refuses a deleted object as its target; {who(client)} linked to a deleted object"
     )
+
+
+# --- seal and status ---------------------------------------------------------------------------------------------
+
+SEALED = 10109  # JSStreamSealedErr, "invalid operation on sealed stream"
+NS = 1_000_000_000
+
+
+def sealed_refusal(refused: ClientError | None) -> bool:
+    """The refusal is the server's sealed-stream error (its code, or its words where the client keeps no code)."""
+    return refused is not None and (refused.err_code == SEALED or "sealed" in str(refused).lower())
+
+
+async def status_of(client, store) -> ObjectStoreStatus:
+    """The client's status of the bucket; na when the client has no status call."""
+    try:
+        return await store.status()
+    except Unsupported as missing:
+        na(f"{who(client)} has no object store status ({missing})")
+
+
+async def update_bucket_stream(nc, bucket: str, **changes) -> dict:
+    """Change the bucket's stream config by hand (raw STREAM.UPDATE); its new info."""
+    config = (await api(nc, f"$JS.API.STREAM.INFO.OBJ_{bucket}"))["config"] | changes
+    return await api(nc, f"$JS.API.STREAM.UPDATE.OBJ_{bucket}", config)
+
+
+@pytest.mark.rule("objectstore.seal")
+async def test_sealed_bucket_refuses_puts_and_deletes(client, store, nc, bucket):
+    """The client's seal seals the bucket's stream; put and delete are then refused as on a sealed stream."""
+    await store.put("o", sample(1000))
+    refused = await refusal(store.seal())
+    if isinstance(refused, Unsupported):
+        na(f"{who(client)} has no object store seal ({refused})")
+    assert refused is None, f"ADR-20 Seal: {who(client)} refused to seal its bucket: {refused}"
+    sealed = (await api(nc, f"$JS.API.STREAM.INFO.OBJ_{bucket}"))["config"].get("sealed")
+    assert sealed is True, f"ADR-20 Seal: seal seals the bucket's stream; after {who(client)} seal, sealed={sealed!r}"
+    for op, call in (("put of a new object", store.put("new", b"x")), ("delete of o", store.delete("o"))):
+        refused = await refusal(call)
+        assert sealed_refusal(refused), (
+            f"ADR-20 Seal: 'no further modifications will be allowed'; {who(client)} {op} in the sealed bucket "
+            + ("succeeded" if refused is None else f"failed otherwise than with {SEALED}: {refused}")
+        )
+
+
+@pytest.mark.rule("objectstore.status")
+async def test_status_reports_the_bucket_stream(client, store, nc, bucket):
+    """status() reports the bucket, description, ttl, storage, replicas, sealed and size of the bucket's stream."""
+    await store.put("o", sample(2000))
+    await update_bucket_stream(nc, bucket, description="jetcheck status", max_age=3600 * NS)
+    for state in ("open", "sealed"):
+        if state == "sealed":
+            await update_bucket_stream(nc, bucket, sealed=True)  # the server also sets max_age 0
+        status = await status_of(client, store)
+        info = await api(nc, f"$JS.API.STREAM.INFO.OBJ_{bucket}")
+        got = (status.bucket, status.description, status.ttl, status.storage, status.replicas, status.sealed,
+               status.size)  # fmt: skip
+        expected = (bucket, "jetcheck status", info["config"].get("max_age", 0) / NS, info["config"]["storage"],
+                    info["config"]["num_replicas"], state == "sealed", info["state"]["bytes"])  # fmt: skip
+        assert got == expected, (
+            f"ADR-20 ObjectStoreStatus: of the {state} bucket {who(client)} status reported (bucket, description, "
+            f"ttl s, storage, replicas, sealed, size) {got}; its stream has {expected}"
+        )
+
+
+@pytest.mark.rule("objectstore.status-backing")
+async def test_status_names_backing_store_metadata_and_compression(client, store, nc, bucket):
+    """status() names the backing store JetStream and reports the stream's metadata and compression."""
+    await store.put("o", sample(2000))
+    for owner, compression in ((None, "none"), ("jetcheck", "s2")):
+        if owner:
+            await update_bucket_stream(nc, bucket, metadata={"owner": owner}, compression=compression)
+        status = await status_of(client, store)
+        got = (status.backing_store, (status.metadata or {}).get("owner"), status.compressed)
+        expected = ("JetStream", owner, compression != "none")
+        missing = [name for name in ("backing_store", "metadata", "compressed") if getattr(status, name) is None]
+        assert got == expected, (
+            f"ADR-20 ObjectStoreStatus: with metadata owner={owner} and compression {compression}, {who(client)} "
+            f"status reported (backing store, metadata owner, compressed) {got}, not {expected}"
+            + (f"; its status has no {', '.join(missing)}" if missing else "")
+        )

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import base64
-import datetime as dt
 import json
 
 import nats.errors
 import pytest
+from nats.aio.msg import Msg
 
-from jetcheck.conformance.jsapi import ApiError, api, purge, stream_state
+from jetcheck.conformance.jsapi import ApiError, api, epoch_seconds, purge, rfc3339, stream_state
 from jetcheck.conformance.silence import answering
 
 pytestmark = pytest.mark.asyncio
@@ -19,9 +19,13 @@ NO_MESSAGE = (404, 10037, "no message found")
 DIRECT_TIMEOUT_S = 1.0
 NO_REPLY_TIMEOUT_S = 0.5
 DIRECT_HEADERS = ("Nats-Stream", "Nats-Sequence", "Nats-Subject", "Nats-Time-Stamp")
+PENDING, LAST, UP_TO = "Nats-Num-Pending", "Nats-Last-Sequence", "Nats-UpTo-Sequence"
+MULTI_LAST_LIMIT = 1024  # ADR-31: a multi-subject request may match up to 1024 subjects
 
 # Stream sequence:  1    2    3    4
 LAYOUT = (("a", b"one"), ("b", b"two"), ("a", b"three"), ("c", b"four"))
+# Stream sequence: 1    2    3    4    5    6
+SIX_SUBJECTS = ("a", "b", "a", "c", "b", "d")
 
 
 async def _filled(js, make_stream, **config):
@@ -54,46 +58,58 @@ async def _direct(nc, subject: str, body: dict | None = None):
     return await nc.request(subject, payload, timeout=DIRECT_TIMEOUT_S)
 
 
-def _status(msg) -> str | None:
-    return (msg.headers or {}).get("Status")
+def _status(msg: Msg | None) -> str | None:
+    return None if msg is None else (msg.headers or {}).get("Status")
 
 
-async def _direct_replies(nc, stream, body: dict) -> tuple[list[int | None], str | None]:
-    """Send one DIRECT.GET request; the sequences it answers with (None for a reply without Nats-Sequence) and the
-    status that ends it (None: none came).
+def _header(msg: Msg, name: str) -> str | None:
+    return (msg.headers or {}).get(name)
 
-    A request without batch or multi_last is answered with one message or one status, so reading stops there.
+
+def _seq(msg: Msg) -> int | None:
+    """A reply's Nats-Sequence (None without one)."""
+    seq = _header(msg, "Nats-Sequence")
+    return None if seq is None else int(seq)
+
+
+async def _direct_replies(nc, stream, body: dict) -> tuple[list[Msg], Msg | None]:
+    """Send one DIRECT.GET request; the messages it answers with and the status message that ends them (None: none
+    came).
+
+    A request without batch or multi_last is answered with one message or one status, so reading stops there; a
+    batch or multi_last answer is read until its status (204 EOB, or an error status).
     """
     single = "batch" not in body and "multi_last" not in body
     inbox = nc.new_inbox()
     sub = await nc.subscribe(inbox)
     try:
         await nc.publish(f"$JS.API.DIRECT.GET.{stream.name}", json.dumps(body).encode(), reply=inbox)
-        seqs: list[int | None] = []
+        messages: list[Msg] = []
         while True:
             try:
                 msg = await sub.next_msg(timeout=DIRECT_TIMEOUT_S)
             except nats.errors.TimeoutError:
                 await answering(nc)
-                return seqs, None
+                return messages, None
             if _status(msg) is not None:
-                return seqs, _status(msg)
-            seqs.append(int(msg.headers["Nats-Sequence"]) if "Nats-Sequence" in (msg.headers or {}) else None)
+                return messages, msg
+            messages.append(msg)
             if single:
-                return seqs, None
+                return messages, None
     finally:
         await sub.unsubscribe()
 
 
-async def _stored_time(nc, stream, seq: int) -> dt.datetime:
-    """The server's timestamp of message `seq` (RFC 3339 with nanoseconds, cut to microseconds)."""
-    stamp = (await _get(nc, stream, seq=seq))["time"].rstrip("Z")
-    whole, _, fraction = stamp.partition(".")
-    return dt.datetime.fromisoformat(f"{whole}.{fraction[:6].ljust(6, '0')}").replace(tzinfo=dt.UTC)
+async def _direct_seqs(nc, stream, body: dict) -> tuple[list[int | None], str | None]:
+    """The sequences a DIRECT.GET request is answered with (None for a reply without Nats-Sequence) and the status
+    that ends them (None: none came)."""
+    messages, end = await _direct_replies(nc, stream, body)
+    return [_seq(m) for m in messages], _status(end)
 
 
-def _rfc3339(moment: dt.datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+async def _stored_time(nc, stream, seq: int) -> str:
+    """The server's timestamp of message `seq`, as it wrote it (RFC 3339 with nanoseconds)."""
+    return (await _get(nc, stream, seq=seq))["time"]
 
 
 def _answer(seqs: list[int | None], status: str | None) -> str:
@@ -250,9 +266,9 @@ async def test_a_direct_get_with_a_start_time_after_the_last_message_finds_none(
     """On a memory stream holding one message, a direct get with start_time after it answers 404."""
     stream = await make_stream(storage="memory", allow_direct=True)
     await js.publish(stream.subject("a"), b"one")
-    after = _rfc3339(await _stored_time(nc, stream, 1) + dt.timedelta(seconds=1))
+    after = rfc3339(epoch_seconds(await _stored_time(nc, stream, 1)) + 1)
     for body in ({"start_time": after}, {"start_time": after, "next_by_subj": stream.subject("a"), "batch": 1}):
-        seqs, status = await _direct_replies(nc, stream, body)
+        seqs, status = await _direct_seqs(nc, stream, body)
         assert (seqs, status) == ([], "404"), (
             f"{body}: a start time after the last message (seq 1) matches no message, documented answer 404; "
             f"got {_answer(seqs, status)}"
@@ -263,9 +279,9 @@ async def test_a_direct_get_with_a_start_time_after_the_last_message_finds_none(
 async def test_a_multi_last_up_to_a_time_before_the_first_message_finds_none(js, nc, make_stream):
     """A direct get multi_last with up_to_time before the stream's first message answers 404."""
     stream = await _filled(js, make_stream, allow_direct=True)
-    before = _rfc3339(await _stored_time(nc, stream, 1) - dt.timedelta(seconds=1))
+    before = rfc3339(epoch_seconds(await _stored_time(nc, stream, 1)) - 1)
     body = {"multi_last": [stream.subject("a")], "up_to_time": before}
-    seqs, status = await _direct_replies(nc, stream, body)
+    seqs, status = await _direct_seqs(nc, stream, body)
     assert (seqs, status) == ([], "404"), (
         f"{body}: no message is stored up to a time before the first one, documented answer 404; "
         f"got {_answer(seqs, status)}"
@@ -284,11 +300,216 @@ async def test_a_batched_direct_get_from_a_deleted_sequence_returns_the_messages
     await _deleted(nc, stream, 5)
     for start, expected in ((1, [4, 6]), (5, [6])):
         body = {"seq": start, "batch": 10}
-        seqs, status = await _direct_replies(nc, stream, body)
+        seqs, status = await _direct_seqs(nc, stream, body)
         assert (seqs, status) == (expected, "204"), (
             f"{body} with 1-3 purged and 5 deleted: documented the messages from seq {start} on, {expected}, "
             f"then 204 EOB; got {_answer(seqs, status)}"
         )
+
+
+async def _six(js, make_stream, payload: bytes = b"m"):
+    """A direct-get stream holding SIX_SUBJECTS, one message each, without headers."""
+    stream = await make_stream(allow_direct=True)
+    for token in SIX_SUBJECTS:
+        await js.publish(stream.subject(token), payload)
+    return stream
+
+
+def _ints(messages: list[Msg], name: str) -> list[int | None]:
+    return [None if _header(m, name) is None else int(_header(m, name)) for m in messages]
+
+
+def _eob(end: Msg | None, *names: str) -> tuple:
+    """What an end of batch says: status, description, the headers `names` and the payload."""
+    if end is None:
+        return (None,)
+    return (_status(end), _header(end, "Description"), *(_header(end, n) for n in names), end.data)
+
+
+@pytest.mark.rule("reads.direct-get-batch")
+async def test_a_batched_direct_get_returns_its_messages_then_an_end_of_batch(js, nc, make_stream, observe):
+    """{seq 2, batch 3} of six messages returns 2, 3 and 4 with their pending and previous sequence, then 204 EOB."""
+    stream = await _six(js, make_stream)
+    body = {"seq": 2, "batch": 3}
+    messages, end = await _direct_replies(nc, stream, body)
+    seqs = [_seq(m) for m in messages]
+    assert (seqs, _status(end)) == ([2, 3, 4], "204"), (
+        f"{body} of 6 messages, a batch of 3 from seq 2: documented messages [2, 3, 4], then 204 EOB; "
+        f"got {_answer(seqs, _status(end))}"
+    )
+    missing = {
+        seq: [h for h in (*DIRECT_HEADERS, PENDING, LAST) if _header(m, h) is None]
+        for seq, m in zip(seqs, messages, strict=True)
+    }
+    assert not any(missing.values()), (
+        f"a batch of 3 from seq 2: each message carries {(*DIRECT_HEADERS, PENDING, LAST)}; missing {missing}"
+    )
+    subjects = [_header(m, "Nats-Subject") for m in messages]
+    assert subjects == [stream.subject(t) for t in SIX_SUBJECTS[1:4]], f"a batch of 3 from seq 2: subjects {subjects}"
+    previous = _ints(messages, LAST)
+    assert previous == [0, 2, 3], (
+        f"a batch of 3 from seq 2: Nats-Last-Sequence is the previous message's sequence, 0 on the first: [0, 2, 3]; "
+        f"got {previous}"
+    )
+    eob = _eob(end, PENDING, LAST)
+    assert eob == ("204", "EOB", "2", "4", b""), (
+        f"a batch of 3 from seq 2: the end of batch is status 204 'EOB' with no payload, Nats-Num-Pending 2 (5 and 6 "
+        f"left) and Nats-Last-Sequence 4 (the last sent); got (status, description, pending, last, payload) {eob}"
+    )
+    pending = _ints(messages, PENDING)
+    counts = {"after it": [4, 3, 2], "from it on (2.11.x)": [5, 4, 3]}
+    counted = next((how for how, expected in counts.items() if pending == expected), None)
+    assert counted, (
+        f"a batch of 3 from seq 2: each message's Nats-Num-Pending counts the matching messages left, [4, 3, 2] after "
+        f"each ([5, 4, 3] from it on, as 2.11.x counts); got {pending}"
+    )
+    observe("num_pending_counts", counted)
+
+
+@pytest.mark.rule("reads.direct-get-batch-max-bytes")
+async def test_max_bytes_bounds_a_batched_direct_get(js, nc, make_stream):
+    """A batch of 6 with max_bytes the size of two messages returns messages 1 and 2, then 204 EOB with 4 pending."""
+    payload = b"x" * 100
+    stream = await _six(js, make_stream, payload)
+    two_messages = 2 * (len(stream.subject("a")) + len(payload))  # every subject has the same length
+    body = {"seq": 1, "batch": 6, "max_bytes": two_messages}
+    messages, end = await _direct_replies(nc, stream, body)
+    seqs = [_seq(m) for m in messages]
+    assert (seqs, _eob(end, PENDING, LAST)) == ([1, 2], ("204", "EOB", "4", "2", b"")), (
+        f"{body}: max_bytes of two messages' size (subject and payload) bounds the batch to messages [1, 2], then "
+        f"204 EOB with Nats-Num-Pending 4 and Nats-Last-Sequence 2; got {_answer(seqs, _status(end))}, end of batch "
+        f"(status, description, pending, last, payload) {_eob(end, PENDING, LAST)}"
+    )
+
+
+@pytest.mark.rule("reads.direct-get-batch-start-time")
+async def test_a_batched_direct_get_from_a_start_time_returns_the_messages_from_then(js, nc, make_stream):
+    """A batch from message 3's time returns 3 to 6 (with next_by_subj `b`, message 5), then 204 EOB."""
+    stream = await _six(js, make_stream)
+    third = await _stored_time(nc, stream, 3)  # the server's own nanoseconds: message 3 is at, not after, it
+    cases = (
+        ({"start_time": third, "batch": 10}, [3, 4, 5, 6]),
+        ({"start_time": third, "batch": 10, "next_by_subj": stream.subject("b")}, [5]),
+    )
+    for body, expected in cases:
+        seqs, status = await _direct_seqs(nc, stream, body)
+        assert (seqs, status) == (expected, "204"), (
+            f"{body}: a batch from message 3's time returns the messages stored at or after it, {expected}, then "
+            f"204 EOB; got {_answer(seqs, status)}"
+        )
+
+
+def _multi_last_end(end: Msg | None) -> tuple[str | None, str | None, str | None, int | None]:
+    """The end of a multi_last answer: status, Nats-Num-Pending, Nats-Last-Sequence and Nats-UpTo-Sequence."""
+    if end is None:
+        return None, None, None, None
+    up_to = _header(end, UP_TO)
+    return _status(end), _header(end, PENDING), _header(end, LAST), None if up_to is None else int(up_to)
+
+
+@pytest.mark.rule("reads.direct-get-multi-last")
+async def test_multi_last_returns_the_last_message_of_each_subject(js, nc, make_stream):
+    """multi_last of `a` and `b` returns 3 and 5; of `*` 3, 4, 5 and 6; then 204 EOB with Nats-UpTo-Sequence."""
+    stream = await _six(js, make_stream)
+    cases = (
+        ({"multi_last": [stream.subject("a"), stream.subject("b")]}, [3, 5]),
+        ({"multi_last": [stream.subject("*")]}, [3, 4, 5, 6]),
+        ({"multi_last": [stream.subject("d"), stream.subject("a"), stream.subject("none")]}, [3, 6]),
+    )
+    for body, expected in cases:
+        messages, end = await _direct_replies(nc, stream, body)
+        seqs = [_seq(m) for m in messages]
+        assert (seqs, _status(end)) == (expected, "204"), (
+            f"{body}: multi_last returns the last message of each subject, in sequence order {expected}, then 204 "
+            f"EOB; got {_answer(seqs, _status(end))}"
+        )
+        subjects = [_header(m, "Nats-Subject") for m in messages]
+        assert subjects == [stream.subject(SIX_SUBJECTS[s - 1]) for s in expected], (
+            f"{body}: multi_last returns the last message of each subject, each with its Nats-Subject; got {subjects}"
+        )
+        _, pending, last, up_to = _multi_last_end(end)
+        assert (pending, last) == ("0", str(expected[-1])) and up_to is not None and expected[-1] <= up_to <= 6, (
+            f"{body}: multi_last ends with 204 EOB, Nats-Num-Pending 0, Nats-Last-Sequence {expected[-1]} and a "
+            f"Nats-UpTo-Sequence from {expected[-1]} to 6; got pending {pending}, last {last}, up to {up_to}"
+        )
+
+
+@pytest.mark.rule("reads.direct-get-multi-last-up-to")
+async def test_multi_last_up_to_a_sequence_or_a_time_reads_the_subjects_as_they_were(js, nc, make_stream):
+    """multi_last of `a` and `b` up to seq 4, or up to a time between messages 4 and 5, returns 2 and 3."""
+    stream = await _six(js, make_stream)
+    fourth, fifth = [epoch_seconds(await _stored_time(nc, stream, seq)) for seq in (4, 5)]
+    # acked publishes are far more than the microseconds rfc3339 rounds to apart: the midpoint lies between them
+    between = rfc3339((fourth + fifth) / 2)
+    subjects = [stream.subject("a"), stream.subject("b")]
+    for bound in ({"up_to_seq": 4}, {"up_to_time": between}):
+        body = {"multi_last": subjects, **bound}
+        messages, end = await _direct_replies(nc, stream, body)
+        seqs = [_seq(m) for m in messages]
+        status, _, _, up_to = _multi_last_end(end)
+        assert (seqs, status) == ([2, 3], "204") and up_to is not None and 3 <= up_to <= 4, (
+            f"{body}: up to seq 4 (or a time between 4 and 5) subject `b`'s last is 2 and `a`'s 3: documented "
+            f"messages [2, 3], then 204 EOB with a Nats-UpTo-Sequence of at most 4; got {_answer(seqs, status)}, "
+            f"Nats-UpTo-Sequence {up_to}"
+        )
+
+
+@pytest.mark.rule("reads.direct-get-multi-last-up-to-time-inclusive")
+async def test_multi_last_up_to_a_messages_own_time_includes_it(js, nc, make_stream):
+    """multi_last of `a` and `b` up to message 3's own time returns 2 and 3: up_to_time is at or before."""
+    stream = await _six(js, make_stream)
+    third = await _stored_time(nc, stream, 3)  # the server's own nanoseconds
+    body = {"multi_last": [stream.subject("a"), stream.subject("b")], "up_to_time": third}
+    seqs, status = await _direct_seqs(nc, stream, body)
+    assert (seqs, status) == ([2, 3], "204"), (
+        f"{body}: up_to_time reads the last message 'less than or equal to the up to time' (ADR-31), and message 3 "
+        f"was stored at it: documented messages [2, 3] (b's 2, a's 3), then 204 EOB; got {_answer(seqs, status)}"
+    )
+
+
+@pytest.mark.rule("reads.direct-get-multi-last-too-many")
+async def test_multi_last_matching_more_than_1024_subjects_answers_413(js, nc, make_stream):
+    """multi_last matching 1024 subjects returns their 1024 messages; matching 1025, it answers 413 alone."""
+    stream = await make_stream(allow_direct=True)
+    for n in range(MULTI_LAST_LIMIT):
+        await js.publish(stream.subject("k", str(n)), b"v")
+    body = {"multi_last": [stream.subject("k", ">")]}
+    seqs, status = await _direct_seqs(nc, stream, body)
+    assert (len(seqs), status) == (MULTI_LAST_LIMIT, "204"), (
+        f"{body} matching {MULTI_LAST_LIMIT} subjects (the documented limit): their {MULTI_LAST_LIMIT} last messages "
+        f"then 204 EOB; got {len(seqs)} messages, then status {status}"
+    )
+    await js.publish(stream.subject("k", "over"), b"v")
+    seqs, status = await _direct_seqs(nc, stream, body)
+    assert (seqs, status) == ([], "413"), (
+        f"{body} matching {MULTI_LAST_LIMIT + 1} subjects, more than the 1024 allowed: documented status 413 and no "
+        f"message; got {len(seqs)} messages, then status {status}"
+    )
+
+
+@pytest.mark.rule("reads.direct-get-no-headers")
+async def test_a_direct_get_with_no_hdr_returns_the_body_without_headers(js, nc, make_stream):
+    """no_hdr returns message 2's body without headers; in a batch too, whose 204 EOB keeps its headers."""
+    stream = await _filled(js, make_stream, allow_direct=True)
+    messages, end = await _direct_replies(nc, stream, {"seq": 2, "no_hdr": True})
+    found = [(m.data, m.headers) for m in messages]
+    assert (found, end) == ([(b"two", None)], None), (
+        f"no_hdr: message 2 (stored with an X-Token header) is documented to come as its body alone, no header; "
+        f"got {found}{f', then status {_status(end)}' if end else ''}"
+    )
+    body = {"seq": 3, "batch": 10, "no_hdr": True}
+    messages, end = await _direct_replies(nc, stream, body)
+    found = [(m.data, m.headers) for m in messages]
+    assert (found, _status(end)) == ([(b"three", None), (b"four", None)], "204"), (
+        f"{body}: no_hdr in a batch: messages 3 and 4 as their bodies alone, no header, then 204 EOB; got {found}, "
+        f"then status {_status(end)}"
+    )
+    eob = _eob(end, PENDING, LAST)
+    assert eob == ("204", "EOB", "0", "4", b""), (
+        f"{body}: the end of a no_hdr batch keeps 'the usual batch control headers' (ADR-52): nothing is left after "
+        f"message 4, so Nats-Num-Pending 0 and Nats-Last-Sequence 4; got (status, description, pending, last, "
+        f"payload) {eob}"
+    )
 
 
 @pytest.mark.rule("reads.direct-get-needs-allow-direct")

@@ -1,4 +1,5 @@
-"""Mirrors and sources (ADR-59): copies of other streams, kept by the server."""
+"""Mirrors and sources (ADR-59): copies of other streams, kept by the server; reliable sourcing of WorkQueue and
+Interest streams through durable flow-control consumers (ADR-60)."""
 
 from __future__ import annotations
 
@@ -137,4 +138,226 @@ async def test_a_source_transform_rewrites_the_stored_subject(nc, make_stream, n
     assert held == [b"a0", b"a1"], (
         f"{ADR59}: a source's subject_transforms rewrite the stored subject ({upstream.subject('a')} to {copy}.a); "
         f"{copy}.a holds {held}"
+    )
+
+
+# --- reliable sourcing of WorkQueue and Interest streams (ADR-60, nats-server 2.14) -------------------------------
+
+ADR60 = "ADR-60"
+FLOW_CONTROL = "flow_control"
+
+
+async def _consumers(nc, stream: str, prefix: str) -> list[dict]:
+    """The consumer infos of `stream` whose name begins with `prefix`."""
+    listed = (await api(nc, f"$JS.API.CONSUMER.LIST.{stream}")).get("consumers") or []
+    return [info for info in listed if info["name"].startswith(prefix)]
+
+
+async def _sourcing_consumer(nc, stream: str, prefix: str, documented: str) -> dict:
+    """The consumer named `prefix`<suffix> the server made on `stream`; fails, saying `documented`, when none came."""
+    found: list[dict] = []
+
+    async def appeared() -> bool:
+        found[:] = await _consumers(nc, stream, prefix)
+        return bool(found)
+
+    if not await eventually(appeared, timeout=CATCH_UP_S):
+        await answering(nc)
+        listed = (await api(nc, f"$JS.API.CONSUMER.NAMES.{stream}")).get("consumers") or []
+        pytest.fail(f"{ADR60}: {documented}; none appeared within {CATCH_UP_S} s (its consumers: {listed})")
+    return found[0]
+
+
+def _durable_flow_control(info: dict, prefix: str) -> dict:
+    config = info["config"]
+    metadata = config.get("metadata") or {}
+    key = "_nats.src" if prefix == "JS_SRC_" else "_nats.mirror"
+    return {
+        "durable": config.get("durable_name") == info["name"],
+        "ack_policy": config.get("ack_policy"),
+        "max_deliver": config.get("max_deliver"),
+        f"{key}.stream": metadata.get(f"{key}.stream"),
+        f"{key}.acc": bool(metadata.get(f"{key}.acc")),
+    }
+
+
+@pytest.mark.rule("sourcing.durable-upstream-consumer")
+@pytest.mark.parametrize("retention", ["workqueue", "interest"])
+async def test_a_sourced_work_queue_or_interest_stream_gets_a_durable_flow_control_consumer(nc, make_stream, retention):
+    """Sourcing a WorkQueue (Interest) stream makes on it a durable JS_SRC_ consumer acking by flow control."""
+    upstream = await make_stream(retention=retention)
+    aggregate = await make_stream(sources=[{"name": upstream.name}])
+    documented = "a sourced WorkQueue or Interest stream gets a durable JS_SRC_<suffix> consumer"
+    info = await _sourcing_consumer(nc, upstream.name, "JS_SRC_", documented)
+    got = _durable_flow_control(info, "JS_SRC_")
+    wanted = {"durable": True, "ack_policy": FLOW_CONTROL, "max_deliver": -1} | {
+        "_nats.src.stream": aggregate.name,
+        "_nats.src.acc": True,
+    }
+    assert got == wanted, (
+        f"{ADR60}: {documented} with ack_policy flow_control, max_deliver -1 and metadata naming the sourcing "
+        f"stream ({wanted}); {info['name']} on the {retention} stream has {got}"
+    )
+
+
+@pytest.mark.rule("sourcing.durable-mirror-consumer")
+async def test_a_mirrored_work_queue_stream_gets_a_durable_flow_control_consumer(nc, make_stream):
+    """Mirroring a WorkQueue stream makes on it a durable JS_MIRROR_ consumer acking by flow control."""
+    upstream = await make_stream(retention="workqueue")
+    mirror = await make_stream(mirror={"name": upstream.name})
+    documented = "a mirrored WorkQueue stream gets a durable JS_MIRROR_<suffix> consumer"
+    info = await _sourcing_consumer(nc, upstream.name, "JS_MIRROR_", documented)
+    got = _durable_flow_control(info, "JS_MIRROR_")
+    wanted = {"durable": True, "ack_policy": FLOW_CONTROL, "max_deliver": -1} | {
+        "_nats.mirror.stream": mirror.name,
+        "_nats.mirror.acc": True,
+    }
+    assert got == wanted, (
+        f"{ADR60}: {documented} with ack_policy flow_control and metadata naming the mirror ({wanted}); "
+        f"{info['name']} has {got}"
+    )
+
+
+async def _drained(nc, sourcing: str, upstream: str, consumer: str | None, count: int) -> dict:
+    """Wait until `sourcing` holds `count` messages, `upstream` none and `consumer`'s (a name, or the JS_SRC_
+    consumer when None) ack floor is at `count`; what was last seen of the three."""
+    seen: dict = {}
+
+    async def drained() -> bool:
+        if consumer is None:
+            infos = await _consumers(nc, upstream, "JS_SRC_")
+        else:
+            infos = [await api(nc, f"$JS.API.CONSUMER.INFO.{upstream}.{consumer}")]
+        seen["sourcing stream holds"] = (await stream_state(nc, sourcing)).messages
+        seen["upstream holds"] = (await stream_state(nc, upstream)).messages
+        seen["consumer's ack floor"] = ((infos[0] if infos else {}).get("ack_floor") or {}).get("stream_seq")
+        return seen == {"sourcing stream holds": count, "upstream holds": 0, "consumer's ack floor": count}
+
+    if not await eventually(drained, timeout=CATCH_UP_S):
+        await answering(nc)
+    return seen
+
+
+@pytest.mark.rule("sourcing.upstream-acked")
+@pytest.mark.parametrize("retention", ["workqueue", "interest"])
+async def test_a_sourced_work_queue_or_interest_stream_is_emptied_once_its_messages_are_stored(
+    nc, make_stream, retention
+):
+    """3 messages of a sourced WorkQueue (Interest) stream end up in the sourcing stream, the upstream empty."""
+    upstream = await make_stream(retention=retention)
+    if retention == "workqueue":
+        for n in range(3):
+            await publish_raw(nc, upstream.subject("a"), f"a{n}".encode())
+    aggregate = await make_stream(sources=[{"name": upstream.name}])
+    if retention == "interest":  # an Interest stream keeps what is published once the source's consumer is there
+
+        async def interest() -> bool:
+            return bool(await _consumers(nc, upstream.name, "JS_SRC_"))
+
+        await eventually(interest, timeout=CATCH_UP_S)
+        for n in range(3):
+            await publish_raw(nc, upstream.subject("a"), f"a{n}".encode())
+    seen = await _drained(nc, aggregate.name, upstream.name, None, 3)
+    assert seen == {"sourcing stream holds": 3, "upstream holds": 0, "consumer's ack floor": 3}, (
+        f"{ADR60}: a sourced {retention} stream's messages are stored by the sourcing stream and then acked by flow "
+        f"control and removed from the upstream; after {CATCH_UP_S} s: {seen}"
+    )
+
+
+UPDATE_SUBJECT = "$JS.API.STREAM.UPDATE.{}"
+
+
+@pytest.mark.rule("sourcing.durable-consumer-removed")
+async def test_removing_a_work_queue_source_deletes_its_consumer(nc, make_stream):
+    """A stream that stops sourcing a WorkQueue stream leaves no JS_SRC_ consumer on it."""
+    upstream = await make_stream(retention="workqueue")
+    aggregate = await make_stream(sources=[{"name": upstream.name}])
+    documented = "a sourced WorkQueue stream gets a durable JS_SRC_<suffix> consumer"
+    name = (await _sourcing_consumer(nc, upstream.name, "JS_SRC_", documented))["name"]
+    config = {key: value for key, value in aggregate.config.items() if key != "sources"}
+    await api(nc, UPDATE_SUBJECT.format(aggregate.name), config)
+
+    async def removed() -> bool:
+        return not await _consumers(nc, upstream.name, "JS_SRC_")
+
+    if not await eventually(removed, timeout=CATCH_UP_S):
+        await answering(nc)
+        pytest.fail(
+            f"{ADR60}: removing the source deletes the sourcing consumer the server made; {name} is still on the "
+            f"WorkQueue stream {CATCH_UP_S} s after the update"
+        )
+
+
+@pytest.mark.rule("sourcing.durable-source-config")
+async def test_a_durable_source_with_a_start_or_filter_is_refused(nc, make_stream, names):
+    """A source (mirror) naming a consumer and an opt_start_seq, opt_start_time or filter is refused 10215 (10213)."""
+    upstream = await make_stream()
+    consumer = {"name": names.consumer(), "deliver_subject": names.subject()}
+    fields = {
+        "opt_start_seq": 2,
+        "opt_start_time": "2026-01-01T00:00:00Z",
+        "filter_subject": upstream.subject("a"),
+    }
+    got, wanted = {}, {}
+    for field, value in fields.items():
+        for kind, code in (("sources", 10215), ("mirror", 10213)):
+            origin = {"name": upstream.name, "consumer": consumer, field: value}
+            name = names.stream()
+            body = {"name": name, "storage": "file", kind: [origin] if kind == "sources" else origin}
+            asked = f"a {kind} naming a consumer with {field}"
+            got[asked] = (await refused(nc, f"$JS.API.STREAM.CREATE.{name}", body, asked))[:2]
+            wanted[asked] = (400, code)
+    wrong = {asked: code for asked, code in got.items() if code != wanted[asked]}
+    assert not wrong, (
+        f"{ADR60}: a durable source's start and filter belong to its consumer: refused with 10215 (source) or 10213 "
+        f"(mirror); got {wrong}"
+    )
+
+
+async def _flow_control_consumer(nc, stream: str, names, **config) -> tuple[str, str]:
+    """A durable push consumer of `stream` acking by flow control, with `config`; (its name, deliver subject)."""
+    name, deliver = names.consumer(), names.subject()
+    body = {"durable_name": name, "ack_policy": FLOW_CONTROL, "deliver_subject": deliver, **config}
+    await api(nc, f"$JS.API.CONSUMER.CREATE.{stream}.{name}", {"stream_name": stream, "config": body})
+    return name, deliver
+
+
+@pytest.mark.rule("sourcing.durable-source")
+async def test_a_source_through_a_precreated_consumer_takes_the_messages_through_it(nc, make_stream, names):
+    """A source through a flow_control consumer of a WorkQueue of 3 holds all 3, the consumer acked, the WQ empty."""
+    upstream = await make_stream(retention="workqueue")
+    for n in range(3):
+        await publish_raw(nc, upstream.subject("a"), f"a{n}".encode())
+    try:
+        consumer, deliver = await _flow_control_consumer(nc, upstream.name, names)
+    except ApiError as error:
+        pytest.fail(f"{ADR60}: a push consumer with ack_policy flow_control is documented as valid; refused: {error}")
+    source = {"name": upstream.name, "consumer": {"name": consumer, "deliver_subject": deliver}}
+    aggregate = await make_stream(sources=[source])
+    seen = await _drained(nc, aggregate.name, upstream.name, consumer, 3)
+    assert seen == {"sourcing stream holds": 3, "upstream holds": 0, "consumer's ack floor": 3}, (
+        f"{ADR60}: a source naming a pre-created consumer takes the upstream's messages through it (stored, acked by "
+        f"flow control, removed from the WorkQueue); after {CATCH_UP_S} s: {seen}"
+    )
+
+
+@pytest.mark.rule("sourcing.ack-flow-control")
+async def test_a_flow_control_consumer_with_ack_wait_backoff_or_max_deliver_is_refused(nc, make_stream, names):
+    """A flow_control consumer with ack_wait or backoff is refused with 10221, with max_deliver with 10222."""
+    stream = await make_stream()
+    cases = {
+        "ack_wait": ({"ack_wait": 5_000_000_000}, (400, 10221)),
+        "backoff": ({"backoff": [1_000_000_000]}, (400, 10221)),
+        "max_deliver": ({"max_deliver": 5}, (400, 10222)),
+    }
+    got = {}
+    for field, (extra, _) in cases.items():
+        name = names.consumer()
+        config = {"durable_name": name, "ack_policy": FLOW_CONTROL, "deliver_subject": names.subject(), **extra}
+        body = {"stream_name": stream.name, "config": config}
+        asked = f"a flow_control consumer with {field}"
+        got[field] = (await refused(nc, f"$JS.API.CONSUMER.CREATE.{stream.name}.{name}", body, asked))[:2]
+    wrong = {field: code for field, code in got.items() if code != cases[field][1]}
+    assert not wrong, (
+        f"{ADR60}: a flow_control consumer has no ack_wait or backoff (10221) and no max_deliver (10222); got {wrong}"
     )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from jetcheck.errors import ConfigError
 
+from . import features  # noqa: F401  (attaches the server-feature ops to both sessions)
 from .base import ClientAdapter, ClientEvent, ClientSession, Delivery, Documented, EventLog, StartPolicy
 from .natspy import NatsPyAdapter
 

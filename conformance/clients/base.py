@@ -332,6 +332,23 @@ class ObjectInfo:
         )
 
 
+@dataclass(frozen=True)
+class ObjectStoreStatus:
+    """A bucket's status as the client's status() reported it (ADR-20 ObjectStoreStatus); None for a field the
+    client's status does not have."""
+
+    bucket: str
+    description: str | None
+    ttl: float | None  # seconds; 0 for none
+    storage: str | None  # "file" or "memory", the stream's storage
+    replicas: int | None
+    sealed: bool | None
+    size: int | None  # bytes
+    backing_store: str | None = None
+    metadata: Mapping[str, str] | None = None
+    compressed: bool | None = None
+
+
 class ObjectStore(Protocol):
     """One object store bucket through the client under test, on `session`."""
 
@@ -373,6 +390,14 @@ class ObjectStore(Protocol):
         """The client's watcher of the bucket's object infos with these options; Unsupported for one it lacks."""
         ...
 
+    async def seal(self) -> None:
+        """Seal the bucket with the client's seal (ADR-20 Seal); Unsupported when the client has none."""
+        ...
+
+    async def status(self) -> ObjectStoreStatus:
+        """The bucket's status through the client's status (ADR-20 Status); Unsupported when it has none."""
+        ...
+
 
 # --- v2: KV (ADR-8) ------------------------------------------------------------------------------------------------
 
@@ -401,6 +426,7 @@ class KvStatus:
     values: int  # messages in the bucket stream, history included
     history: int
     ttl: float  # seconds; 0 for none
+    limit_marker_ttl: float | None = None  # ADR-48 LimitMarkerTTL, seconds (0: no markers); None: not reported
 
 
 class KeyValue(Protocol):
@@ -413,7 +439,9 @@ class KeyValue(Protocol):
 
     async def put(self, key: str, value: bytes) -> int: ...
 
-    async def create(self, key: str, value: bytes) -> int: ...
+    async def create(self, key: str, value: bytes, *, ttl: float | None = None) -> int:
+        """The client's create; with `ttl` (seconds) its per-key TTL (ADR-48: the put carries Nats-TTL)."""
+        ...
 
     async def update(self, key: str, value: bytes, last: int) -> int: ...
 
@@ -421,9 +449,13 @@ class KeyValue(Protocol):
 
     async def delete(self, key: str) -> None: ...
 
-    async def purge(self, key: str) -> None: ...
+    async def purge(self, key: str, *, ttl: float | None = None) -> None:
+        """The client's purge; with `ttl` (seconds) the purge marker's TTL (ADR-48)."""
+        ...
 
-    async def keys(self) -> list[str]: ...
+    async def keys(self, filters: list[str] | None = None) -> list[str]:
+        """The live keys the client lists, only those matching one of `filters` (key filters) when given."""
+        ...
 
     async def history(self, key: str) -> list[KvEntry]: ...
 
@@ -444,6 +476,52 @@ class KeyValue(Protocol):
 
 
 class KvSession(Protocol):
-    async def kv_create(self, bucket: str, *, history: int | None = None, ttl: float | None = None) -> KeyValue:
-        """Create the bucket with the client's defaults and these options (history, TTL in seconds)."""
+    async def kv_create(
+        self,
+        bucket: str,
+        *,
+        history: int | None = None,
+        ttl: float | None = None,
+        limit_marker_ttl: float | None = None,
+    ) -> KeyValue:
+        """Create the bucket with the client's defaults and these options (history, TTL in seconds, ADR-48's limit
+        markers kept `limit_marker_ttl` seconds)."""
+        ...
+
+    async def kv_delete_bucket(self, bucket: str) -> None:
+        """Delete the bucket with the client's own call (ADR-8 Deleting a bucket)."""
+        ...
+
+    async def kv_bucket_names(self) -> list[str]:
+        """The bucket names the client's bucket lister gives (ADR-8 KV Management); Unsupported if it has none."""
+        ...
+
+
+# --- consumer create, update, create-or-update (ADR-37) ----------------------------------------------------------
+
+CONSUMER_ACTIONS = ("create", "update", "create_or_update")
+
+
+class ConsumerSession(Protocol):
+    async def consumer_add(self, stream: str, config: Mapping[str, object], action: str) -> dict:
+        """The client's create ("create"), update ("update") or create-or-update ("create_or_update") consumer call
+        for `stream` with `config` (server JSON names); the consumer info it returned, as JSON. Unsupported when the
+        client has no such call; a refusal keeps the server's code/err_code."""
+        ...
+
+
+# --- JetStream publish retries on no responders (ADR-22) ---------------------------------------------------------
+
+
+class NoStreamResponse(ClientError):
+    """The client gave up publishing after no responders (ADR-22 Errors: 'nats: no response from stream')."""
+
+
+class PublishRetrySession(Protocol):
+    async def publish_retrying(
+        self, subject: str, payload: bytes, *, retry_attempts: int, retry_wait: float
+    ) -> Mapping[str, object]:
+        """The client's JetStream publish asked to retry `retry_attempts` times, `retry_wait` seconds apart, on no
+        responders (ADR-22 RetryAttempts, RetryWait; the nearest the client offers); its PubAck as JSON (stream,
+        seq). NoStreamResponse when it gave up on no responders; Unsupported when the client has no retries."""
         ...

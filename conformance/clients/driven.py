@@ -29,6 +29,18 @@ MISBEHAVE_MODES = (
     "watch-no-end-of-data",
     "watch-drop-first",
     "bind-any-queue",
+    "kv-ttl-ignored",  # KV: limit markers, per-key and purge TTLs not passed to the client (ADR-48)
+    "kv-markers-as-values",  # KV: delete, purge and limit markers handed over as values
+    "kv-keys-unfiltered",  # KV: keys(filters) lists without its filters
+    "kv-buckets-misreport",  # KV: delete bucket does nothing; bucket names as their streams' (KV_<b>)
+    "ttl-dropped",  # features: a TTL publish sends no TTL
+    "resume-ignored",  # features: a resume asks nothing
+    "pin-forgotten",  # features: every group pull on a fresh consumer handle, so no pin id
+    "min-pending-dropped",  # features: a group pull without its min_pending
+    "seal-ignored",
+    "status-misreport",
+    "consumer-actions-rotated",
+    "publish-no-retry",
 )
 
 JS_DOCUMENTED = Documented(

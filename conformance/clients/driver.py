@@ -45,9 +45,11 @@ from .base import (
     KeyNotFound,
     KvEntry,
     KvStatus,
+    NoStreamResponse,
     ObjectExists,
     ObjectInfo,
     ObjectNotFound,
+    ObjectStoreStatus,
     StartPolicy,
     Unsupported,
     Watch,
@@ -85,6 +87,7 @@ def error_for(op: str, error: dict) -> ClientError:
         "not_found": ObjectNotFound,
         "exists": ObjectExists,
         "digest_mismatch": DigestMismatch,
+        "no_responders": NoStreamResponse,
     }.get(kind, ClientError)
     return cls(kind, message, error.get("code"), error.get("err_code"))
 
@@ -564,6 +567,26 @@ class DriverObjectStore:
             lambda record: ObjectInfo.from_json(record["info"]) if record.get("info") is not None else None,
         )
 
+    async def seal(self) -> None:
+        await self.request("obj_seal")
+
+    async def status(self) -> ObjectStoreStatus:
+        """The client's status as the driver reports it (PROTOCOL.md `obj_status`; a field it lacks is null)."""
+        status = (await self.request("obj_status"))["status"]
+        ttl = status.get("ttl_s")
+        return ObjectStoreStatus(
+            bucket=status.get("bucket", ""),
+            description=status.get("description"),
+            ttl=float(ttl) if ttl is not None else None,
+            storage=status.get("storage"),
+            replicas=status.get("replicas"),
+            sealed=status.get("sealed"),
+            size=status.get("size"),
+            backing_store=status.get("backing_store"),
+            metadata=status.get("metadata"),
+            compressed=status.get("compressed"),
+        )
+
 
 class DriverAdapter:
     """A client under test behind a driver process, started on first use and shared by every check of the run."""
@@ -690,8 +713,8 @@ class DriverKeyValue:
     async def put(self, key: str, value: bytes) -> int:
         return await self._write("kv_put", key, value)
 
-    async def create(self, key: str, value: bytes) -> int:
-        return await self._write("kv_create_key", key, value)
+    async def create(self, key: str, value: bytes, *, ttl: float | None = None) -> int:
+        return await self._write("kv_create_key", key, value, key_ttl_s=ttl)
 
     async def update(self, key: str, value: bytes, last: int) -> int:
         return await self._write("kv_update", key, value, last=last)
@@ -702,18 +725,25 @@ class DriverKeyValue:
     async def delete(self, key: str) -> None:
         await self._ask("kv_delete", key=key)
 
-    async def purge(self, key: str) -> None:
-        await self._ask("kv_purge", key=key)
+    async def purge(self, key: str, *, ttl: float | None = None) -> None:
+        await self._ask("kv_purge", key=key, key_ttl_s=ttl)
 
-    async def keys(self) -> list[str]:
-        return list((await self._ask("kv_keys"))["keys"])
+    async def keys(self, filters: list[str] | None = None) -> list[str]:
+        return list((await self._ask("kv_keys", filters=list(filters or [])))["keys"])
 
     async def history(self, key: str) -> list[KvEntry]:
         return [kv_entry_from(r) for r in (await self._ask("kv_history", key=key))["entries"]]
 
     async def status(self) -> KvStatus:
         answer = await self._ask("kv_status")
-        return KvStatus(answer["bucket"], int(answer["values"]), int(answer["history"]), float(answer["ttl_s"]))
+        markers = answer.get("limit_marker_ttl_s")  # ADR-48 LimitMarkerTTL; absent: the driver does not report it
+        return KvStatus(
+            answer["bucket"],
+            int(answer["values"]),
+            int(answer["history"]),
+            float(answer["ttl_s"]),
+            float(markers) if markers is not None else None,
+        )
 
     async def watch(
         self,
@@ -737,11 +767,57 @@ class DriverKeyValue:
         )
 
 
-async def driver_kv_create(session: DriverSession, bucket: str, *, history=None, ttl=None) -> DriverKeyValue:
+async def driver_kv_create(
+    session: DriverSession, bucket: str, *, history=None, ttl=None, limit_marker_ttl=None
+) -> DriverKeyValue:
     kv = DriverKeyValue(session, bucket)
-    await kv._ask("kv_create", history=history, ttl_s=ttl)
+    await kv._ask("kv_create", history=history, ttl_s=ttl, limit_marker_ttl_s=limit_marker_ttl)
     return kv
+
+
+async def driver_kv_delete_bucket(session: DriverSession, bucket: str) -> None:
+    """The client's delete of the bucket (PROTOCOL.md `kv_delete_bucket`)."""
+    await DriverKeyValue(session, bucket)._ask("kv_delete_bucket")
+
+
+async def driver_kv_bucket_names(session: DriverSession) -> list[str]:
+    """The bucket names the client's bucket lister gives (PROTOCOL.md `kv_bucket_names`)."""
+    return list((await session.process.request("kv_bucket_names", session=session.id))["names"])
 
 
 # A section of its own (not a method in the class body) so the adapter's areas merge independently.
 DriverSession.kv_create = driver_kv_create
+DriverSession.kv_delete_bucket = driver_kv_delete_bucket
+DriverSession.kv_bucket_names = driver_kv_bucket_names
+
+
+# --- consumer create, update, create-or-update (ADR-37) ----------------------------------------------------------
+
+
+async def driver_consumer_add(session: DriverSession, stream: str, config, action: str) -> dict:
+    answer = await session.process.request(
+        "consumer_add", session=session.id, stream=stream, action=action, config=dict(config)
+    )
+    return answer.get("info") or {}
+
+
+DriverSession.consumer_add = driver_consumer_add
+
+
+# --- JetStream publish retries on no responders (ADR-22) ---------------------------------------------------------
+
+
+async def driver_publish_retrying(
+    session: DriverSession, subject: str, payload: bytes, *, retry_attempts: int, retry_wait: float
+) -> dict:
+    return await session.process.request(
+        "publish_retrying",
+        session=session.id,
+        subject=subject,
+        payload_b64=base64.b64encode(payload).decode(),
+        retry_attempts=retry_attempts,
+        retry_wait_s=retry_wait,
+    )
+
+
+DriverSession.publish_retrying = driver_publish_retrying

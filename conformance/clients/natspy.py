@@ -38,6 +38,7 @@ from .base import (
     ObjectExists,
     ObjectInfo,
     ObjectNotFound,
+    ObjectStoreStatus,
     StartPolicy,
     Unsupported,
     Watch,
@@ -322,9 +323,13 @@ class NatsPyKeyValue:
         with kv_errors("put"):
             return await self.kv.put(key, value)
 
-    async def create(self, key: str, value: bytes) -> int:
+    async def create(self, key: str, value: bytes, *, ttl: float | None = None) -> int:
+        options = {}
+        if ttl is not None:  # nats-py's per-key TTL: create(msg_ttl=seconds)
+            natspy_lacks(self.kv.create, "msg_ttl", metadata.version("nats-py"))
+            options["msg_ttl"] = ttl
         with kv_errors("create"):
-            return await self.kv.create(key, value)
+            return await self.kv.create(key, value, **options)
 
     async def update(self, key: str, value: bytes, last: int) -> int:
         with kv_errors("update"):
@@ -338,14 +343,19 @@ class NatsPyKeyValue:
         with kv_errors("delete"):
             await self.kv.delete(key)
 
-    async def purge(self, key: str) -> None:
+    async def purge(self, key: str, *, ttl: float | None = None) -> None:
+        options = {}
+        if ttl is not None:  # nats-py's purge marker TTL: purge(msg_ttl=seconds)
+            natspy_lacks(self.kv.purge, "msg_ttl", metadata.version("nats-py"))
+            options["msg_ttl"] = ttl
         with kv_errors("purge"):
-            await self.kv.purge(key)
+            await self.kv.purge(key, **options)
 
-    async def keys(self) -> list[str]:
+    async def keys(self, filters: list[str] | None = None) -> list[str]:
+        options = {"filters": list(filters)} if filters else {}
         with kv_errors("keys"):
             try:
-                return await self.kv.keys()
+                return await self.kv.keys(**options)
             except nats.js.errors.NoKeysError:  # nats-py's answer for a bucket without live keys
                 return []
 
@@ -356,7 +366,8 @@ class NatsPyKeyValue:
     async def status(self) -> KvStatus:
         with kv_errors("status"):
             status = await self.kv.status()
-        return KvStatus(status.bucket, status.values, status.history, float(status.ttl or 0))
+        markers = getattr(status, "marker_ttl", None)  # nats-py's BucketStatus.marker_ttl (ADR-48 LimitMarkerTTL)
+        return KvStatus(status.bucket, status.values, status.history, float(status.ttl or 0), float(markers or 0))
 
     async def watch(
         self,
@@ -379,14 +390,34 @@ class NatsPyKeyValue:
             return natspy_watch(await self.kv.watch(filters[0], **options), kv_entry, self.session)
 
 
-async def natspy_kv_create(session: NatsPySession, bucket: str, *, history=None, ttl=None) -> NatsPyKeyValue:
+async def natspy_kv_create(
+    session: NatsPySession, bucket: str, *, history=None, ttl=None, limit_marker_ttl=None
+) -> NatsPyKeyValue:
     options = {k: v for k, v in (("history", history), ("ttl", ttl)) if v is not None}
+    if limit_marker_ttl is not None:  # nats-py's KeyValueConfig.limit_marker_ttl (seconds)
+        options["limit_marker_ttl"] = limit_marker_ttl
     with kv_errors("kv_create"):
         return NatsPyKeyValue(await session.js.create_key_value(bucket=bucket, **options), session)
 
 
+async def natspy_kv_delete_bucket(session: NatsPySession, bucket: str) -> None:
+    """nats-py's JetStreamContext.delete_key_value."""
+    with natspy_failures("kv_delete_bucket"), kv_errors("kv_delete_bucket"):
+        await session.js.delete_key_value(bucket)
+
+
+async def natspy_kv_bucket_names(session: NatsPySession) -> list[str]:
+    raise Unsupported(
+        "unsupported",
+        f"nats-py {metadata.version('nats-py')} has no KV bucket lister (nats/js/client.py JetStreamContext: "
+        "key_value, create_key_value, delete_key_value only)",
+    )
+
+
 # A section of its own (not a method in the class body) so the adapter's areas merge independently.
 NatsPySession.kv_create = natspy_kv_create
+NatsPySession.kv_delete_bucket = natspy_kv_delete_bucket
+NatsPySession.kv_bucket_names = natspy_kv_bucket_names
 
 
 class NatsPyAdapter:
@@ -479,3 +510,57 @@ class NatsPyObjectStore:
             include_history=include_history, updates_only=updates_only, ignore_deletes=ignore_deletes
         )
         return natspy_watch(watcher, object_info, self.session)
+
+    async def seal(self) -> None:
+        await self.store.seal()
+
+    async def status(self) -> ObjectStoreStatus:
+        """nats-py's ObjectStoreStatus has no backing store, metadata or compression (nats/js/object_store.py)."""
+        status = await self.store.status()
+        storage = status.storage_type
+        return ObjectStoreStatus(
+            bucket=status.bucket,
+            description=status.description,
+            ttl=float(status.ttl or 0),
+            storage=str(getattr(storage, "value", storage)) if storage is not None else None,
+            replicas=status.replicas,
+            sealed=status.sealed,
+            size=status.size,
+        )
+
+
+# --- consumer create, update, create-or-update (ADR-37) ----------------------------------------------------------
+
+# nats/js/manager.py JetStreamManager: add_consumer(stream, config) is nats-py's only consumer call; it sends no
+# action (the server creates or updates), so it is the create-or-update call and there is no create or update.
+NATSPY_CONSUMER_CALLS = "nats/js/manager.py JetStreamManager.add_consumer (no action: create or update)"
+
+
+async def natspy_consumer_add(session: NatsPySession, stream: str, config, action: str) -> dict:
+    version = metadata.version("nats-py")
+    if action != "create_or_update":
+        missing = f"nats-py {version} has no {action}-only consumer call ({NATSPY_CONSUMER_CALLS})"
+        raise Unsupported("unsupported", missing)
+    with natspy_failures("add_consumer"):
+        try:
+            info = await session.js.add_consumer(stream, config=api.ConsumerConfig.from_response(dict(config)))
+        except nats.js.errors.APIError as exc:
+            raise ClientError("api", f"add_consumer: {type(exc).__name__}: {exc}", exc.code, exc.err_code) from None
+    return info.as_dict()
+
+
+NatsPySession.consumer_add = natspy_consumer_add
+
+
+# --- JetStream publish retries on no responders (ADR-22) ---------------------------------------------------------
+
+
+async def natspy_publish_retrying(session: NatsPySession, subject: str, payload: bytes, **retry) -> dict:
+    raise Unsupported(
+        "unsupported",
+        f"nats-py {metadata.version('nats-py')}'s JetStreamContext.publish(subject, payload, timeout, stream, headers, "
+        "msg_ttl) has no retries: no responders raises NoStreamResponseError at once (nats/js/client.py)",
+    )
+
+
+NatsPySession.publish_retrying = natspy_publish_retrying

@@ -167,6 +167,59 @@ def _strip_server_metadata(body: dict) -> bool:
     return bool(server_set)
 
 
+# reliable sourcing and consumer reset (ADR-60), persist modes (ADR-56)
+RESET_SUBJECT = re.compile(API + r"CONSUMER\.RESET\.[^.]+\.[^.]+$")
+STREAM_UPDATE = re.compile(API + r"STREAM\.UPDATE\.[^.]+$")
+
+
+def _drop_source_consumer(body: dict) -> bool:
+    """A stream create's sources and mirror lose the pre-created consumer they name: the server makes its own."""
+    origins = [o for o in [*(body.get("sources") or []), body.get("mirror")] if isinstance(o, dict) and "consumer" in o]
+    for origin in origins:
+        del origin["consumer"]
+    return bool(origins)
+
+
+def _reset_to_first(body: dict) -> bool:
+    """A reset without a sequence (to the ack floor) becomes a reset to sequence 1."""
+    if body.get("seq"):
+        return False
+    body["seq"] = 1
+    return True
+
+
+def _async_persist(body: dict) -> bool:
+    """A stream create without persist_mode (or with default) asks for async."""
+    if body.get("persist_mode") not in (None, "", "default"):
+        return False
+    body["persist_mode"] = "async"
+    return True
+
+
+class _UpdateKeepsSources:
+    """Updates of a stream created with sources carry those sources again: removing a source is lost."""
+
+    def __init__(self) -> None:
+        self.sources: dict[str, list] = {}
+        self.remember_creates = json_request_rewriter(CREATE_SUBJECT, self.remember)
+        self.keep_on_update = json_request_rewriter(STREAM_UPDATE, self.keep)
+
+    def remember(self, body: dict) -> bool:
+        if body.get("sources"):
+            self.sources[body.get("name")] = body["sources"]
+        return False
+
+    def keep(self, body: dict) -> bool:
+        created = self.sources.get(body.get("name"))
+        if not created or body.get("sources"):
+            return False
+        body["sources"] = created
+        return True
+
+    def breaker(self) -> Breaker:
+        return Breaker("update-keeps-sources", lambda frame: self.keep_on_update(self.remember_creates(frame)))
+
+
 BREAKERS: dict[str, Callable[[], Breaker]] = {
     "strip-ttl": lambda: Breaker("strip-ttl", headers_remover(TTL)),
     "ttl-halved": lambda: Breaker("ttl-halved", header_rewriter(TTL, _halved_ttl)),
@@ -205,4 +258,13 @@ BREAKERS: dict[str, Callable[[], Breaker]] = {
     "pull-group-jobs": request_rewriting("pull-group-jobs", PULL_NEXT, _group_jobs),
     "pull-drop-pin-id": request_rewriting("pull-drop-pin-id", PULL_NEXT, dropping("id")),
     "pull-drop-min-pending": request_rewriting("pull-drop-min-pending", PULL_NEXT, dropping("min_pending")),
+    "source-drop-consumer": request_rewriting("source-drop-consumer", CREATE_SUBJECT, _drop_source_consumer),
+    "update-keeps-sources": lambda: _UpdateKeepsSources().breaker(),
+    "consumer-drop-redelivery": request_rewriting(
+        "consumer-drop-redelivery", CONSUMER_CREATE, dropping("ack_wait", "backoff", "max_deliver", within="config")
+    ),
+    "reset-drop-seq": request_rewriting("reset-drop-seq", RESET_SUBJECT, dropping("seq")),
+    "reset-to-first": request_rewriting("reset-to-first", RESET_SUBJECT, _reset_to_first),
+    "create-drop-persist-mode": request_rewriting("create-drop-persist-mode", CREATE_SUBJECT, dropping("persist_mode")),
+    "create-async-persist": request_rewriting("create-async-persist", CREATE_SUBJECT, _async_persist),
 }

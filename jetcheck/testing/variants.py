@@ -14,6 +14,12 @@ The driver protocol's misbehave modes (a driven client misreports inside its dri
 - `watch-drop-first`: the first update (not the end-of-initial-data signal) of every watcher never reaches it.
 - `bind-any-queue`: a push subscription that binds an existing consumer joins the consumer's own deliver_group,
   whatever queue (or none) the application named: a client that does not check the match.
+- `seal-ignored`: an object store's seal answers without sealing.
+- `status-misreport`: an object store's status reports size 0 and backing store "".
+- `consumer-actions-rotated`: a consumer create is made with the client's update call, an update with its create
+  call, a create-or-update with its create call.
+- `publish-no-retry`: a JetStream publish asked to retry on no responders does not (nats-py has no retries: its
+  publish_retrying stays unsupported).
 
 nats-py's own variants (they need its API):
 - `never-reset`: the ordered consumer is a plain push consumer with the ordered settings that never recreates it
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 from collections.abc import Callable
 
@@ -38,6 +45,7 @@ from jetcheck.conformance.clients.base import (
     MISSED_HEARTBEAT,
     RESET,
     TERMINAL,
+    ClientError,
     Delivery,
     EventLog,
     Inbox,
@@ -295,6 +303,66 @@ class WatchDropFirst(WatchRelay):
         return relay
 
 
+class ObjectStoreWrapper:
+    """An object store whose seal or status `session` changes; everything else is the inner one's."""
+
+    def __init__(self, inner, session) -> None:
+        self.inner = inner
+        self.wrapper = session
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    async def seal(self) -> None:
+        await self.wrapper.seal(self.inner)
+
+    async def status(self):
+        return await self.wrapper.status(self.inner)
+
+
+class ObjectStoreMisbehaviour(WrappedSession):
+    async def object_store(self, bucket: str):
+        return ObjectStoreWrapper(await self.inner.object_store(bucket), self)
+
+    async def seal(self, store) -> None:
+        await store.seal()
+
+    async def status(self, store):
+        return await store.status()
+
+
+class SealIgnored(ObjectStoreMisbehaviour):
+    async def seal(self, store) -> None:
+        """Answers as sealed without asking the client to seal."""
+
+
+class StatusMisreport(ObjectStoreMisbehaviour):
+    async def status(self, store):
+        return dataclasses.replace(await store.status(), size=0, backing_store="")
+
+
+from .variants_features import FEATURE_WRAPPERS  # noqa: E402  (they build on WrappedSession above)
+from .variants_kv import KV_WRAPPERS  # noqa: E402  (they build on WrappedSession above)
+
+ROTATED_ACTIONS = {"create": "update", "update": "create", "create_or_update": "create"}
+
+
+class ConsumerActionsRotated(WrappedSession):
+    """Create is made with the client's update call, update with its create call, create-or-update with its create
+    call; nats-py has no create call, so its create-or-update here sends action "create" itself."""
+
+    async def consumer_add(self, stream: str, config, action: str) -> dict:
+        if action != "create_or_update":
+            return await self.inner.consumer_add(stream, config, ROTATED_ACTIONS[action])
+        name = config.get("durable_name") or config.get("name")
+        body = {"stream_name": stream, "config": dict(config), "action": "create"}
+        reply = await self.inner.nc.request(f"$JS.API.CONSUMER.CREATE.{stream}.{name}", json.dumps(body).encode())
+        answer = json.loads(reply.data)
+        if error := answer.get("error"):
+            raise ClientError("api", f"create: {error.get('description')}", error.get("code"), error.get("err_code"))
+        return answer
+
+
 WRAPPERS = {
     "swallow-missed-heartbeat": SwallowMissedHeartbeat,
     "chatty-missed-heartbeat": ChattyMissedHeartbeat,
@@ -304,6 +372,12 @@ WRAPPERS = {
     "watch-no-end-of-data": WatchNoEndOfData,
     "watch-drop-first": WatchDropFirst,
     "bind-any-queue": BindAnyQueue,
+    **KV_WRAPPERS,  # variants_kv.py
+    **FEATURE_WRAPPERS,  # variants_features.py
+    "seal-ignored": SealIgnored,
+    "status-misreport": StatusMisreport,
+    "consumer-actions-rotated": ConsumerActionsRotated,
+    "publish-no-retry": WrappedSession,  # nats-py's publish_retrying is unsupported: nothing to change
 }
 
 

@@ -96,8 +96,15 @@ def unreasoned(rows: list) -> list[str]:
 def excused_client_rules() -> dict[str, dict[str, str]]:
     """By client, the adapter rules no row can break for it (na for that client), with why."""
     from .test_proofs_client import NOT_APPLICABLE
+    from .test_proofs_consumers_clients import LACKS as CALLS_LACKED  # consumer calls a client has no API for
+    from .test_proofs_features_clients import LACKS as FEATURES_LACKED  # features a client has no API for
+    from .test_proofs_kv_clients import LACKS as KV_LACKED  # KV calls a client has no API for
+    from .test_proofs_publish_clients import LACKS as RETRIES_LACKED  # publish retries a client has not
 
-    return {client: dict(rules) for client, rules in NOT_APPLICABLE.items()}
+    tables = (NOT_APPLICABLE, FEATURES_LACKED, CALLS_LACKED, KV_LACKED, RETRIES_LACKED)
+    clients = set().union(*tables)
+    return {client: {rule: why for table in tables for rule, why in table.get(client, {}).items()}
+            for client in clients}  # fmt: skip
 
 
 def gaps() -> list[str]:

@@ -148,7 +148,16 @@ PROOFS = [
     proof("pull-drop-pin-id", "priority", {"priority.pin-id", "priority.unpin"}),
     proof("pull-drop-min-pending", "priority", {"priority.overflow-min-pending"}),
     # mirrors and sources (ADR-59): the mirror or the sources lost at create, their transforms lost, the header hidden
-    proof("create-drop-mirror", "sourcing", {"sourcing.mirror-copy", "sourcing.mirror-restrictions"}),
+    proof(
+        "create-drop-mirror",
+        "sourcing",
+        {
+            "sourcing.mirror-copy",
+            "sourcing.mirror-restrictions",
+            "sourcing.durable-mirror-consumer",
+            "sourcing.durable-source-config",
+        },
+    ),
     proof(
         "create-drop-sources",
         "sourcing",
@@ -158,10 +167,51 @@ PROOFS = [
             "sourcing.source-header",
             "sourcing.source-header-subject",
             "sourcing.source-transform",
+            "sourcing.durable-upstream-consumer",
+            "sourcing.upstream-acked",
+            "sourcing.durable-consumer-removed",
+            "sourcing.durable-source-config",
+            "sourcing.durable-source",
         },
+        # without its sources a stream makes no consumer to remove: the check fails at the one it waits for
+        reasons={"sourcing.durable-consumer-removed": "a sourced WorkQueue stream gets a durable JS_SRC_"},
     ),
     proof("source-drop-transforms", "sourcing", {"sourcing.source-transform"}),
     proof("strip-stream-source", "sourcing", {"sourcing.source-header", "sourcing.source-header-subject"}),
+    # reliable sourcing of WorkQueue/Interest streams (ADR-60): the upstream made a Limits stream, the pre-created
+    # consumer lost, a removed source kept, a flow_control consumer's redelivery settings lost
+    proof(
+        "create-drop-retention",
+        "sourcing",
+        {
+            "sourcing.durable-upstream-consumer",
+            "sourcing.durable-mirror-consumer",
+            "sourcing.upstream-acked",
+            "sourcing.durable-source",
+            "sourcing.durable-consumer-removed",
+        },
+        # a Limits upstream gets no durable consumer to remove: the check fails at the one it waits for
+        reasons={"sourcing.durable-consumer-removed": "a sourced WorkQueue stream gets a durable JS_SRC_"},
+    ),
+    proof("source-drop-consumer", "sourcing", {"sourcing.durable-source-config", "sourcing.durable-source"}),
+    proof("update-keeps-sources", "sourcing", {"sourcing.durable-consumer-removed"}),
+    proof("consumer-drop-redelivery", "sourcing", {"sourcing.ack-flow-control"}),
+    # consumer reset (ADR-60): a reset to a sequence made a reset to the ack floor, and the other way round
+    proof("reset-drop-seq", "consumers", {"consumers.reset-seq", "consumers.reset-refused"}),
+    proof("reset-to-first", "consumers", {"consumers.reset-ack-floor"}),
+    # persist modes (ADR-56): persist_mode lost at create, every create made async
+    proof(
+        "create-drop-persist-mode",
+        "persist",
+        {
+            "persist.async",
+            "persist.api-level",
+            "persist.async-refusals",
+            "persist.async-file-only",
+            "persist.immutable",
+        },
+    ),
+    proof("create-async-persist", "persist", {"persist.default-unset"}),
     # message schedules (ADR-51): their headers lost, an '@at' made earlier, the stop headers lost, the option lost
     proof(
         "strip-schedule-headers",

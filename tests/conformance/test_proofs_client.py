@@ -251,8 +251,12 @@ def test_a_driver_row_without_its_toolchain_says_what_is_missing(monkeypatch):
 
 def test_every_client_variant_says_what_it_breaks():
     """Each variant the testing package offers has its row in one proof module's table, so no variant goes
-    unproved: the consumer variants here, the watch variants in the KV and object store proofs."""
+    unproved: the consumer variants here, the others in the proof module of their area."""
+    from .test_proofs_consumers_clients import VARIANT_BREAKS as CONSUMER_VARIANTS
+    from .test_proofs_features_clients import VARIANT_BREAKS as FEATURE_VARIANTS
     from .test_proofs_kv_clients import VARIANT_BREAKS as KV_VARIANTS
     from .test_proofs_objectstore_clients import VARIANT_BREAKS as OBJECT_VARIANTS
+    from .test_proofs_publish_clients import VARIANT_BREAKS as PUBLISH_VARIANTS
 
-    assert set(BREAKS) | set(KV_VARIANTS) | set(OBJECT_VARIANTS) == set(CLIENT_VARIANTS)
+    tables = (BREAKS, KV_VARIANTS, OBJECT_VARIANTS, FEATURE_VARIANTS, CONSUMER_VARIANTS, PUBLISH_VARIANTS)
+    assert set().union(*tables) == set(CLIENT_VARIANTS)

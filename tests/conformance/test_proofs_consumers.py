@@ -16,7 +16,7 @@ PROOFS = [
         "consumers.deliver-last", "consumers.deliver-new", "consumers.deliver-by-start-sequence",
         "consumers.deliver-by-start-time", "consumers.deliver-last-per-subject", "consumers.opt-start-conflict",
         "consumers.filter-subject", "consumers.filter-subjects", "consumers.filter-validation",
-        "consumers.last-per-subject-pending",
+        "consumers.last-per-subject-pending", "consumers.reset-refused",
     }),
     # consumer-deliver-last also turns the all+seq conflict into last+seq: a different 10094 description.
     proof("acks-only,consumer-deliver-last", "consumers", {

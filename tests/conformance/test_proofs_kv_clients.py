@@ -45,6 +45,7 @@ WATCHES = frozenset(
         "kv.watch-include-history",
         "kv.watch-ignore-deletes",
         "kv.watch-updates-only",
+        "kv.marker-watch",  # ADR-48's markers, read through a watch
     }
 )
 # The KV client rules (all of them go through the client adapter).
@@ -65,6 +66,18 @@ KV_ADAPTER_RULES = WATCHES | frozenset(
         "kv.status",
     }
 )
+# ADR-48 (limit markers, per-key and purge TTLs) and ADR-8's key filters and bucket management
+ADR48 = frozenset({"kv.limit-markers-config", "kv.create-ttl", "kv.purge-ttl", "kv.marker-get", "kv.marker-watch"})
+ADR48 |= {"kv.status-limit-marker-ttl"}
+MANAGEMENT = frozenset({"kv.keys-filter", "kv.keys-filters", "kv.bucket-delete", "kv.bucket-names"})
+KV_ADAPTER_RULES |= ADR48 | MANAGEMENT
+# client -> the KV adapter rules it has no API for (na for it, so no row can break them there), with why
+LACKS = {
+    "nats-py": {
+        "kv.bucket-names": "nats-py 2.16.0 has no KV bucket lister (nats/js/client.py JetStreamContext: key_value, "
+        "create_key_value, delete_key_value only)",
+    },
+}
 STREAM_CONFIG = frozenset(
     {"kv.bucket-stream", "kv.bucket-allow-direct", "kv.ttl-duplicate-window", "kv.history-bounds", "kv.history-kept"}
     | {"kv.status"}  # the history it reports is the stream's
@@ -84,6 +97,7 @@ BREAKS = {
     "kv-strip-operation": Breaks(
         frozenset({"kv.delete-marker", "kv.purge-marker", "kv.keys", "kv.create-client"})
         | {"kv.watch-initial-then-updates", "kv.watch-ignore-deletes"}
+        | {"kv.purge-ttl", "kv.keys-filter"}  # the TTL'd purge marker; x.2's delete marker, so x.2 reads as live
     ),
     # Without allow_direct every client that honours the stream's config reads through STREAM.MSG.GET, garbled here.
     "kv-stream-config,kv-get-garbled": Breaks(
@@ -91,13 +105,25 @@ BREAKS = {
         READS - {"kv.put-get", "kv.get-missing"},
         WITHOUT_DIRECT + "; a garbled get breaks what the check reads back",
     ),
-    # a watch of x.* (or of the empty range z.>) sees every key of the bucket
-    "kv-watch-widen-range": Breaks(frozenset({"kv.watch-key-filter", "kv.watch-eod-empty"})),
+    # a watch of x.* (or of the empty range z.>) sees every key of the bucket; so do keys(['x.*'])
+    "kv-watch-widen-range": Breaks(frozenset({"kv.watch-key-filter", "kv.watch-eod-empty", "kv.keys-filter"})),
 }
 # the client's own watcher misreports (driver misbehave modes; nats-py: the wrappers of conformance/clients/variants)
 VARIANT_BREAKS = {
     "watch-no-end-of-data": Breaks(WATCHES),
     "watch-drop-first": Breaks(WATCHES - {"kv.watch-eod-empty"}),  # an empty watch has no first update to drop
+    # ADR-48's TTLs never reach the client: a bucket without limit markers, values and purges without Nats-TTL
+    "kv-ttl-ignored": Breaks(
+        frozenset({"kv.limit-markers-config", "kv.create-ttl", "kv.purge-ttl", "kv.status-limit-marker-ttl"})
+    ),
+    # every marker reaches the application as a value: limit markers, and delete and purge markers alike
+    "kv-markers-as-values": Breaks(
+        frozenset({"kv.marker-get", "kv.marker-watch", "kv.delete-marker", "kv.purge-marker"})
+        | {"kv.watch-initial-then-updates"},  # its initial data holds a DEL entry, its later changes a PURGE
+        reasons={rule: "a key not found error in basic gets" for rule in ("kv.delete-marker", "kv.purge-marker")},
+    ),
+    "kv-keys-unfiltered": Breaks(frozenset({"kv.keys-filter", "kv.keys-filters"})),
+    "kv-buckets-misreport": Breaks(frozenset({"kv.bucket-delete", "kv.bucket-names"})),
 }
 
 
@@ -111,7 +137,7 @@ class KvProof(ClientRow):
 
     @property
     def breaks(self) -> frozenset[str]:
-        return self.row.must
+        return self.row.must - set(LACKS.get(self.client, {}))
 
     @property
     def may(self) -> frozenset[str]:

@@ -1,6 +1,6 @@
 """The object store client checks fail for every client: certify each client (nats-py, nats.js, nats.go) through
-wire breakers in front of an embedded server, as a user would run it, or with its watcher misreporting
-(`<client>+<mode>`: a driver's misbehave mode, nats-py's wrapper of the same name).
+wire breakers in front of an embedded server, as a user would run it, or with its watcher, seal or status
+misreporting (`<client>+<mode>`: a driver's misbehave mode, nats-py's wrapper of the same name).
 
 What a client fails on its own (its deviations from ADR-20, README "Client findings") is not listed here: it comes
 from the client's reference run, through the proxy without a breaker, and every row must fail exactly the checks of
@@ -51,6 +51,9 @@ PORTED = {
     "objectstore.add-link-rules": "test_add_link_refuses_deleted_targets_and_links",
     "objectstore.watch": "test_watch_sends_current_infos_then_end_of_data_then_changes",
     "objectstore.watch-updates-only": "test_watch_updates_only_sends_only_later_changes",
+    "objectstore.seal": "test_sealed_bucket_refuses_puts_and_deletes",
+    "objectstore.status": "test_status_reports_the_bucket_stream",
+    "objectstore.status-backing": "test_status_names_backing_store_metadata_and_compression",
 }
 CLIENTS = ("nats-py", "nats.js", "nats.go")
 # breakers -> the rules they break for any client (a breaker also breaks the rules whose checks lean on what it
@@ -92,6 +95,8 @@ BREAKS = {
 VARIANT_BREAKS = {
     "watch-no-end-of-data": {"objectstore.watch"},
     "watch-drop-first": {"objectstore.watch", "objectstore.watch-updates-only"},
+    "seal-ignored": {"objectstore.seal"},
+    "status-misreport": {"objectstore.status", "objectstore.status-backing"},  # size 0 and no backing store
 }
 
 

@@ -22,6 +22,7 @@ from jetcheck.conformance.clients.build import go_driver, go_pinned_version, js_
 from jetcheck.conformance.clients.driver import DriverProcess, normalise_version
 from jetcheck.errors import ConfigError
 from jetcheck.load.driven import CONSUME_FIELDS, CONSUMED, FETCHED, KV_FIELDS, KV_OPS, ROW_FIELDS
+from jetcheck.load.scenarios import BATCH_SIZE, counter_totals
 
 from .test_load_runs import assert_no_lost_records, locust_totals, run_load
 
@@ -105,8 +106,11 @@ async def run_load_op(driver: DriverProcess, subject: str, rows: int, **settings
 
 @pytest.mark.asyncio
 async def test_hello_lists_the_load_ops(driver):
-    """A driver's hello names load_publish, load_consume, load_kv and load_stop among its ops."""
-    assert {"load_publish", "load_consume", "load_kv", "load_stop"} <= set(driver.hello["ops"])
+    """A driver's hello names load_publish, load_consume, load_kv, load_counter, load_batch and load_stop among its
+    ops."""
+    assert {"load_publish", "load_consume", "load_kv", "load_counter", "load_batch", "load_stop"} <= set(
+        driver.hello["ops"]
+    )
 
 
 @pytest.mark.asyncio
@@ -191,6 +195,62 @@ async def test_a_consume_run_logs_and_acks_every_message_of_the_stream_once(driv
     assert int(fetches[:, field("size")].sum()) == count and stopped["fetches"] == len(fetches)
     info = await js.consumer_info(name, "LOADC")
     assert (info.ack_floor.stream_seq, info.num_ack_pending, info.num_pending) == (count, 0, 0)
+
+
+@pytest_asyncio.fixture
+async def feature_stream(embedded_server, request):
+    """A stream with the option of request.param: allow_msg_counter (ADR-49) or allow_atomic (ADR-50)."""
+    nc = await embedded_server.connect()
+    js = nc.jetstream()
+    name = f"LOADREQ_{uuid.uuid4().hex[:8].upper()}"
+    await js.add_stream(api.StreamConfig(name=name, subjects=[f"{name.lower()}.>"], **{request.param: True}))
+    try:
+        yield js, name, f"{name.lower()}.p"
+    finally:
+        await js.delete_stream(name)
+        await nc.close()
+
+
+async def run_request_op(driver, op: str, subject: str, rows: int, **settings) -> tuple[LoadSub, dict]:
+    sub = LoadSub()
+    driver.route("sub", "r1", sub.take)
+    await driver.request(op, session="s1", sub="r1", subject=subject, max_inflight=200, batch_ms=50, **settings)
+    await sub.wait_rows(rows)
+    stopped = await driver.request("load_stop", WAIT_S, sub="r1", at_ns=None)
+    assert len(sub.rows) == stopped["ops"] == stopped["acked"] + stopped["overflow"] + stopped["failed"]
+    assert stopped["failed"] == 0 and stopped["overflow"] == 0, sub.errors
+    assert np.all(sub.column("acked_ns") >= sub.column("sent_ns"))
+    assert np.all(sub.column("sent_ns") >= sub.column("intended_ns"))
+    return sub, stopped
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("feature_stream", ["allow_msg_counter"], indirect=True)
+@pytest.mark.parametrize("rate", [500.0, 0.0], ids=["open", "closed"])
+async def test_a_counter_run_logs_each_increment_the_counter_counted(driver, feature_stream, rate):
+    """load_counter: each row is one increment acked with its stream sequence (all of the stream's, once each),
+    and the counter's value is the number of acked increments."""
+    js, name, subject = feature_stream
+    sub, stopped = await run_request_op(driver, "load_counter", subject, 200, rate=rate, payload_size=0)
+    assert sorted(sub.column("stream_seq")) == list(range(1, stopped["acked"] + 1))
+    assert (await js.stream_info(name)).state.messages == stopped["acked"]
+    assert await counter_totals(js, name) == {"subjects": 1, "total": stopped["acked"]}
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("feature_stream", ["allow_atomic"], indirect=True)
+async def test_a_batch_run_logs_one_row_per_committed_batch(driver, feature_stream):
+    """load_batch: each row is one committed batch of batch_size messages, logged with its commit's stream
+    sequence (the batch's last message), and the stream holds rows x batch_size messages."""
+    js, name, subject = feature_stream
+    sub, stopped = await run_request_op(
+        driver, "load_batch", subject, 20, rate=0.0, payload_size=16, batch_size=BATCH_SIZE
+    )
+    stored = (await js.stream_info(name)).state.messages
+    assert stored == stopped["acked"] * BATCH_SIZE
+    assert sorted(sub.column("stream_seq")) == list(range(BATCH_SIZE, stored + 1, BATCH_SIZE))
+    for seq in (1, BATCH_SIZE // 2, BATCH_SIZE):  # the first, a middle and the commit message were all stored
+        assert (await js.get_msg(name, seq)).data == b"x" * 16
 
 
 @pytest_asyncio.fixture
@@ -320,6 +380,28 @@ def test_jetcheck_load_through_a_driver_logs_every_kv_operation(tmp_path, embedd
     assert ops.loc[ops["op"] == "kv_put", "stream_seq"].is_unique
     assert locust_totals(out) == (len(ops), 0)
     assert run["client"]["name"] == client
+
+
+@pytest.mark.parametrize("scenario", ["counter", "batch-publish"])
+def test_jetcheck_load_through_a_driver_counts_increments_and_batches(tmp_path, embedded_server, client, scenario):
+    """`jetcheck load --client X --scenario counter|batch-publish`: every row is acked, the record checks hold (the
+    counters' values are the acked increments; the stream holds rows x BATCH_SIZE messages), and Locust's totals
+    are the op log's."""
+    rc, run, summary, out = run_load(
+        tmp_path, embedded_server, *("--client", client, "--scenario", scenario, "--duration", "3s")
+    )
+    assert rc == 0, summary["checks"]
+    assert_no_lost_records(summary)
+    checks = {check["check"] for check in summary["checks"]}
+    wanted = (
+        "publish rows == sum of counter values" if scenario == "counter" else "publish rows x 10 == stream messages"
+    )
+    assert wanted in checks
+    ops = ds.dataset(out / "ops", format="parquet").to_table().to_pandas()
+    assert set(ops["op"]) == {"publish"} and len(ops) > 0 and ops["ok"].all(), ops.groupby("error_class").size()
+    assert ops["stream_seq"].is_unique
+    assert locust_totals(out) == (len(ops), 0)
+    assert run["client"]["name"] == client and run["scenario"] == scenario
 
 
 def test_a_driven_client_refuses_a_scenario_it_does_not_run(tmp_path, capsys):

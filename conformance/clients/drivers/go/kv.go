@@ -14,7 +14,7 @@ import (
 
 var kvOps = []string{
 	"kv_create", "kv_put", "kv_create_key", "kv_update", "kv_get", "kv_delete", "kv_purge", "kv_keys", "kv_history",
-	"kv_status",
+	"kv_status", "kv_delete_bucket", "kv_bucket_names",
 }
 
 func init() { implementedOps = append(implementedOps, kvOps...) }
@@ -28,6 +28,10 @@ type kvRequest struct {
 	Last     uint64   `json:"last"`
 	History  *int     `json:"history"`
 	TTLS     *float64 `json:"ttl_s"`
+	// ADR-48 and ADR-8 key filters (kvttl.go)
+	LimitMarkerTTLS *float64 `json:"limit_marker_ttl_s"`
+	KeyTTLS         *float64 `json:"key_ttl_s"`
+	Filters         []string `json:"filters"`
 }
 
 func kvEntry(e jetstream.KeyValueEntry) map[string]any {
@@ -69,6 +73,9 @@ func (d *driver) kv(req *request) (any, error) {
 	if err := json.Unmarshal(req.Raw, &args); err != nil {
 		return nil, failure("invalid", "unreadable %s request: %v", req.Op, err)
 	}
+	if req.Op == "kv_bucket_names" {
+		return d.kvBucketNames(req)
+	}
 	if args.Bucket == "" {
 		return nil, failure("invalid", "%s needs \"bucket\"", req.Op)
 	}
@@ -89,8 +96,12 @@ func (d *driver) kv(req *request) (any, error) {
 		if args.TTLS != nil {
 			cfg.TTL = seconds(*args.TTLS)
 		}
+		d.limitMarkers(&cfg, args)
 		_, err := s.js.CreateKeyValue(ctx, cfg)
 		return nil, err
+	}
+	if req.Op == "kv_delete_bucket" {
+		return d.kvDeleteBucket(ctx, s, args)
 	}
 	kv, err := s.js.KeyValue(ctx, args.Bucket)
 	if err != nil {
@@ -110,21 +121,21 @@ func (d *driver) kv(req *request) (any, error) {
 	case "kv_put":
 		return revision(kv.Put(ctx, args.Key, value))
 	case "kv_create_key":
-		return revision(kv.Create(ctx, args.Key, value))
+		return revision(kv.Create(ctx, args.Key, value, d.keyTTL(args)...))
 	case "kv_update":
 		return revision(kv.Update(ctx, args.Key, value, args.Last))
 	case "kv_get":
 		entry, err := kv.Get(ctx, args.Key)
 		if err != nil {
-			return nil, notFound(err)
+			return d.markerAsValue(ctx, s, args, notFound(err))
 		}
 		return map[string]any{"entry": kvEntry(entry)}, nil
 	case "kv_delete":
 		return nil, kv.Delete(ctx, args.Key)
 	case "kv_purge":
-		return nil, kv.Purge(ctx, args.Key)
+		return nil, kv.Purge(ctx, args.Key, d.purgeTTL(args)...)
 	case "kv_keys":
-		lister, err := kv.ListKeys(ctx)
+		lister, err := d.listKeys(ctx, kv, args)
 		if err != nil {
 			return nil, err
 		}
@@ -140,7 +151,7 @@ func (d *driver) kv(req *request) (any, error) {
 		}
 		return map[string]any{
 			"bucket": status.Bucket(), "values": status.Values(), "history": status.History(),
-			"ttl_s": status.TTL().Seconds(),
+			"ttl_s": status.TTL().Seconds(), "limit_marker_ttl_s": status.LimitMarkerTTL().Seconds(),
 		}, nil
 	case "kv_history":
 		entries, err := kv.History(ctx, args.Key)

@@ -26,6 +26,8 @@ var loadHandlers = map[string]func(*driver, loadRequest) (any, error){
 	"load_publish": (*driver).loadPublish,
 	"load_consume": (*driver).loadConsume,
 	"load_kv":      (*driver).loadKV,
+	"load_counter": (*driver).loadCounter,
+	"load_batch":   (*driver).loadBatch,
 	"load_stop":    func(_ *driver, args loadRequest) (any, error) { return loadStop(args) },
 }
 
@@ -61,6 +63,7 @@ type loadRequest struct {
 	Batch       int      `json:"batch"`
 	Bucket      string   `json:"bucket"`
 	Keys        []string `json:"keys"`
+	BatchSize   int      `json:"batch_size"`
 }
 
 // wallNs is the op log's clock: wall-clock ns, the same clock as Python's time.time_ns() on this machine.

@@ -253,8 +253,15 @@ func (d *driver) handle(req *request) (any, error) {
 		return d.misbehave(req.Modes)
 	case "kv_watch":
 		return d.kvWatch(req)
+	case "publish_retrying":
+		return d.publishRetrying(req)
+	case "consumer_add":
+		return d.consumerAdd(req)
 	case "obj_watch":
 		return d.objWatch(req)
+	}
+	if strings.HasPrefix(req.Op, "js_") { // features.go
+		return d.features(req)
 	}
 	if strings.HasPrefix(req.Op, "load_") {
 		return d.load(req)
@@ -720,6 +727,8 @@ var knownModes = map[string]bool{
 	"swallow-missed-heartbeat": true, "chatty-missed-heartbeat": true, "terminal-on-missed-heartbeat": true,
 	"duplicate-delivery": true, "drop-deliveries-after-reset": true,
 	"watch-no-end-of-data": true, "watch-drop-first": true, "bind-any-queue": true,
+	"seal-ignored": true, "status-misreport": true, "consumer-actions-rotated": true,
+	"publish-no-retry": true,
 }
 
 func (d *driver) misbehave(modes []string) (any, error) {

@@ -22,6 +22,7 @@ const objectStoreTimeout = 30 * 1e9 // 30 s, as a time.Duration
 func init() {
 	implementedOps = append(implementedOps,
 		"obj_create", "obj_put", "obj_get", "obj_info", "obj_list", "obj_delete", "obj_update_meta", "obj_add_link")
+	implementedOps = append(implementedOps, "obj_seal", "obj_status")
 }
 
 type objectRequest struct {
@@ -147,8 +148,40 @@ func (d *driver) objectStore(req *request) (any, error) {
 			return nil, objectError(err)
 		}
 		return map[string]any{"info": info}, nil
+	case "obj_seal":
+		if d.mode("seal-ignored") { // misbehave: answers as sealed without asking the client to seal
+			return nil, nil
+		}
+		return nil, store.Seal(ctx)
+	case "obj_status":
+		status, err := store.Status(ctx)
+		if err != nil {
+			return nil, objectError(err)
+		}
+		return map[string]any{"status": objectStatusJSON(status, d.mode("status-misreport"))}, nil
 	}
 	return nil, failure("unsupported", "op %q is not implemented by the nats.go driver", req.Op)
 }
 
 func isObjectOp(op string) bool { return strings.HasPrefix(op, "obj_") }
+
+// objectStatusJSON is ObjectStoreStatus as the protocol's obj_status answer (ADR-20's fields); `misreport` (a misbehave
+// mode) reports size 0 and no backing store.
+func objectStatusJSON(status jetstream.ObjectStoreStatus, misreport bool) map[string]any {
+	size, backing := any(status.Size()), any(status.BackingStore())
+	if misreport {
+		size, backing = 0, ""
+	}
+	return map[string]any{
+		"bucket":        status.Bucket(),
+		"description":   status.Description(),
+		"ttl_s":         status.TTL().Seconds(),
+		"storage":       strings.ToLower(status.Storage().String()),
+		"replicas":      status.Replicas(),
+		"sealed":        status.Sealed(),
+		"size":          size,
+		"backing_store": backing,
+		"metadata":      status.Metadata(),
+		"compressed":    status.IsCompressed(),
+	}
+}

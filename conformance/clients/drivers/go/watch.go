@@ -105,7 +105,7 @@ func (d *driver) kvWatch(req *request) (any, error) {
 		if e == nil {
 			return nil
 		}
-		return kvEntry(e)
+		return d.kvShown(e)
 	})
 	return nil, nil
 }

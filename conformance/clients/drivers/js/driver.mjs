@@ -11,7 +11,11 @@ import { createInterface } from "node:readline";
 
 import { loadHandlers } from "./load.mjs";
 import { infoJson, ObjectStoreError, objectStoreHandlers } from "./objectstore.mjs";
+import { consumerHandlers } from "./consumers.mjs";
+import { publishHandlers } from "./publish.mjs";
+import { FEATURE_MODES, featureHandlers } from "./features.mjs";
 import { watchHandlers } from "./watch.mjs";
+import { KV_MORE_MODES, kvMore } from "./kvmore.mjs";
 
 import {
   AckPolicy,
@@ -45,6 +49,12 @@ const MODES = new Set([
   "watch-no-end-of-data",
   "watch-drop-first",
   "bind-any-queue",
+  ...KV_MORE_MODES, // kvmore.mjs
+  ...FEATURE_MODES, // features.mjs
+  "seal-ignored",
+  "status-misreport",
+  "consumer-actions-rotated",
+  "publish-no-retry",
 ]);
 const CHATTY_EVERY_MS = 100;
 const DELIVER_POLICIES = {
@@ -643,6 +653,7 @@ Object.assign(handlers, {
     const options = {};
     if (req.history !== null && req.history !== undefined) options.history = req.history;
     if (req.ttl_s !== null && req.ttl_s !== undefined) options.ttl = ms(req.ttl_s);
+    Object.assign(options, kvMore.bucketOptions(req, ms));
     const kv = await new Kvm(session.js).create(bucket, options);
     session.kvs ??= new Map();
     session.kvs.set(bucket, kv);
@@ -652,7 +663,7 @@ Object.assign(handlers, {
     return { revision: await (await kvOf(req)).put(need(req, "key", "string"), valueOf(req)) };
   },
   async kv_create_key(req) {
-    return { revision: await (await kvOf(req)).create(need(req, "key", "string"), valueOf(req)) };
+    return { revision: await (await kvOf(req)).create(need(req, "key", "string"), valueOf(req), kvMore.keyTtl(req)) };
   },
   async kv_update(req) {
     return { revision: await (await kvOf(req)).update(need(req, "key", "string"), valueOf(req), need(req, "last", "number")) };
@@ -662,24 +673,27 @@ Object.assign(handlers, {
     const entry = await (await kvOf(req)).get(key);
     // @nats-io/kv documents get() as null for a key never written; a deleted one comes back as its DEL/PURGE entry
     if (entry === null) throw new RequestError("not_found", `KvBucket.get(${JSON.stringify(key)}) returned null`);
-    return { entry: kvEntry(entry) };
+    return { entry: kvMore.shown(kvEntry(entry)) };
   },
   async kv_delete(req) {
     await (await kvOf(req)).delete(need(req, "key", "string"));
     return {};
   },
   async kv_purge(req) {
-    await (await kvOf(req)).purge(need(req, "key", "string"));
+    await (await kvOf(req)).purge(need(req, "key", "string"), kvMore.purgeOptions(req));
     return {};
   },
   async kv_keys(req) {
     const keys = [];
-    for await (const key of await (await kvOf(req)).keys()) keys.push(key);
+    for await (const key of await (await kvOf(req)).keys(kvMore.filters(req))) keys.push(key);
     return { keys };
   },
   async kv_status(req) {
     const status = await (await kvOf(req)).status();
-    return { bucket: status.bucket, values: status.values, history: status.history, ttl_s: status.ttl / 1000 };
+    return {
+      bucket: status.bucket, values: status.values, history: status.history, ttl_s: status.ttl / 1000,
+      limit_marker_ttl_s: (status.markerTTL ?? 0) / 1000, // KvStatus.markerTTL (ms), ADR-48 LimitMarkerTTL
+    };
   },
   async kv_history(req) {
     const entries = [];
@@ -688,14 +702,18 @@ Object.assign(handlers, {
   },
 });
 
-Object.assign(handlers, objectStoreHandlers(sessionOf, need));
+Object.assign(handlers, objectStoreHandlers(sessionOf, need, (name) => modes.has(name)));
+Object.assign(handlers, consumerHandlers({ sessionOf, need, mode: (name) => modes.has(name), RequestError }));
+Object.assign(handlers, publishHandlers({ sessionOf, need, mode: (name) => modes.has(name), RequestError }));
+Object.assign(handlers, kvMore.handlers({ sessionOf, need, RequestError, mode: (name) => modes.has(name) }));
 Object.assign(handlers, loadHandlers({ sessionOf, need, send, RequestError }));
+Object.assign(handlers, featureHandlers({ sessionOf, need, mode: (name) => modes.has(name) }));
 
 Object.assign(
   handlers,
   watchHandlers({
-    sessionOf, need, startSub, forget, kvOf, kvEntry, infoJson, send, monoNs, event, RequestError,
-    mode: (name) => modes.has(name),
+    sessionOf, need, startSub, forget, kvOf, kvEntry: (e) => kvMore.shown(kvEntry(e)), infoJson, send, monoNs, event,
+    RequestError, mode: (name) => modes.has(name),
   }),
 );
 

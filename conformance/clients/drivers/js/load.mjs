@@ -19,6 +19,7 @@ const NO_E2E = -1n;
 const KV_PUT = 0n; // kv rows: op, key, intended_ns, sent_ns, done_ns, revision, error, err_code
 const KV_GET = 1n;
 const CONSUME_EXPIRES_MS = 1000; // the shortest pull expiry nats.js accepts
+const REQUEST_TIMEOUT_MS = 10_000; // one increment, or each answered message of a batch
 
 // load_stop's at_ns, or now when it is null or later
 function stopTime(atNs) {
@@ -112,7 +113,18 @@ export function loadHandlers({ sessionOf, need, send, RequestError }) {
     }
   }
 
-  class LoadRun extends ScheduledRun {
+  // a run whose rows are publishes answered by an ack: intended, sent and acked times, the stored sequence
+  class AckedRun extends ScheduledRun {
+    record(intended, sent, acked, seq, errorClass, code) {
+      this.counts.ops++;
+      if (errorClass === "") this.counts.acked++;
+      else if (errorClass === OVERFLOW) this.counts.overflow++;
+      else this.counts.failed++;
+      this.rows.push(intended, sent, acked, seq, BigInt(this.errorNo(errorClass)), BigInt(code));
+    }
+  }
+
+  class LoadRun extends AckedRun {
     constructor(sub, session, req) {
       super(sub, req.batch_ms);
       this.js = session.js;
@@ -171,14 +183,6 @@ export function loadHandlers({ sessionOf, need, send, RequestError }) {
       this.record(op.intended, op.sent, wallNs(), seq, errorClass, code);
       if (this.pending.size === 0 && this.idle) this.idle();
       else if (this.rate <= 0 && !this.idle) this.fill();
-    }
-
-    record(intended, sent, acked, seq, errorClass, code) {
-      this.counts.ops++;
-      if (errorClass === "") this.counts.acked++;
-      else if (errorClass === OVERFLOW) this.counts.overflow++;
-      else this.counts.failed++;
-      this.rows.push(intended, sent, acked, seq, BigInt(this.errorNo(errorClass)), BigInt(code));
     }
 
     async stop(atNs) {
@@ -359,6 +363,78 @@ export function loadHandlers({ sessionOf, need, send, RequestError }) {
     }
   }
 
+  // Counter increments (ADR-49) and atomic batches (ADR-50), as nats-py's CounterPublisher and BatchPublisher: each
+  // operation (send(), resolving to its stream sequence) waits for its answer; scheduled as KvRun; rows as LoadRun's.
+  class RequestRun extends AckedRun {
+    constructor(sub, req, send) {
+      super(sub, req.batch_ms);
+      this.send = send;
+      this.rate = need(req, "rate", "number");
+      this.maxInflight = need(req, "max_inflight", "number");
+      if (this.maxInflight < 1 || this.rate < 0) {
+        throw new RequestError("invalid", `${req.op} needs max_inflight >= 1, rate >= 0`);
+      }
+      this.stopAt = NEVER;
+      this.inflight = new Set(); // promises of the operations in flight
+      this.counts = { ops: 0, acked: 0, overflow: 0, failed: 0 };
+      this.timer = null;
+    }
+
+    due(_index, intended, now) {
+      if (this.inflight.size >= this.maxInflight) this.record(intended, now, now, 0n, OVERFLOW, 0);
+      else {
+        const op = this.one(intended);
+        this.inflight.add(op);
+        op.finally(() => this.inflight.delete(op));
+      }
+    }
+
+    async closed() {
+      for (let now = wallNs(); now < this.stopAt; now = wallNs()) await this.one(now);
+    }
+
+    async one(intended) {
+      const sent = wallNs();
+      try {
+        const seq = await this.send();
+        this.record(intended, sent, wallNs(), seq, "", 0);
+      } catch (err) {
+        this.record(intended, sent, wallNs(), 0n, ...errorOf(err));
+      }
+    }
+
+    // the schedule ends at the stop; the operations in flight finish (within REQUEST_TIMEOUT_MS) and are logged
+    async stop(atNs) {
+      this.stopSchedule(atNs);
+      await this.loop;
+      await Promise.allSettled([...this.inflight]);
+      clearInterval(this.flusher);
+      this.flush();
+      return this.counts;
+    }
+  }
+
+  // an increment: js.publish() with the header Nats-Incr: +1 (nats.js has no counter API), acked with the new total
+  function counterSend(js, subject) {
+    return async () => {
+      const h = headers();
+      h.set("Nats-Incr", "+1");
+      const ack = await js.publish(subject, undefined, { headers: h, timeout: REQUEST_TIMEOUT_MS });
+      return BigInt(ack.seq);
+    };
+  }
+
+  // a batch of `size` messages through @nats-io/jetstream's own batch API: js.startBatch() (the first message,
+  // answered), batch.add() (unanswered), batch.commit() (answered with the batch's PubAck)
+  function batchSend(js, subject, size, payload) {
+    return async () => {
+      const batch = await js.startBatch(subject, payload, { timeout: REQUEST_TIMEOUT_MS });
+      for (let n = 2; n < size; n++) batch.add(subject, payload);
+      const ack = await batch.commit(subject, payload, { timeout: REQUEST_TIMEOUT_MS });
+      return BigInt(ack.seq);
+    };
+  }
+
   // a new run under load sub req.sub (refused when it exists), made by make(sub) and started
   async function begin(req, make) {
     const sub = need(req, "sub", "string");
@@ -382,6 +458,21 @@ export function loadHandlers({ sessionOf, need, send, RequestError }) {
         const run = new ConsumeRun(sub, session, consumer, req);
         if (run.batch < 1) throw new RequestError("invalid", "load_consume needs batch >= 1");
         return run;
+      }),
+
+    load_counter: (req) =>
+      begin(req, async (sub) => new RequestRun(sub, req, counterSend(sessionOf(req).js, need(req, "subject", "string")))),
+
+    load_batch: (req) =>
+      begin(req, async (sub) => {
+        const js = sessionOf(req).js;
+        const size = need(req, "batch_size", "number");
+        if (size < 2) throw new RequestError("invalid", "load_batch needs batch_size >= 2");
+        if (typeof js.startBatch !== "function") {
+          throw new RequestError("unsupported", "this @nats-io/jetstream has no js.startBatch() (atomic batch publish)");
+        }
+        const payload = new Uint8Array(need(req, "payload_size", "number")).fill(120);
+        return new RequestRun(sub, req, batchSend(js, need(req, "subject", "string"), size, payload));
       }),
 
     load_publish: (req) => begin(req, async (sub) => new LoadRun(sub, sessionOf(req), req)),

@@ -40,13 +40,30 @@ export function infoJson(info) {
   return out;
 }
 
+// ObjectStoreStatus as the protocol's obj_status answer (ADR-20's fields; ttl is in nanoseconds); `misreport` (a
+// misbehave mode) reports size 0 and no backing store.
+function statusJson(status, misreport) {
+  return {
+    bucket: status.bucket,
+    description: status.description,
+    ttl_s: Number(status.ttl ?? 0) / 1e9,
+    storage: status.storage,
+    replicas: status.replicas,
+    sealed: status.sealed,
+    size: misreport ? 0 : status.size,
+    backing_store: misreport ? "" : status.backingStore,
+    metadata: status.metadata ?? null,
+    compressed: status.compression,
+  };
+}
+
 // The JS client answers a missing object with null (get, info), not an error.
 function found(value, what) {
   if (value === null || value === undefined) throw new ObjectStoreError(`the client returned null for ${what}`);
   return value;
 }
 
-export function objectStoreHandlers(sessionOf, need) {
+export function objectStoreHandlers(sessionOf, need, mode = () => false) {
   const stores = new Map(); // `${session id}/${bucket}` -> ObjectStore
 
   async function storeOf(req, create = false) {
@@ -117,6 +134,18 @@ export function objectStoreHandlers(sessionOf, need) {
       const target = need(args, "target", "string");
       const info = found(await store.info(target), `info(${JSON.stringify(target)})`);
       return { info: infoJson(await classified(store.link(need(args, "name", "string"), info))) };
+    },
+
+    // seal() resolves the sealed bucket's status; misbehave seal-ignored answers without asking the client to seal.
+    async obj_seal(req) {
+      const { store } = await storeOf(req);
+      if (!mode("seal-ignored")) await store.seal();
+      return {};
+    },
+
+    async obj_status(req) {
+      const { store } = await storeOf(req);
+      return { status: statusJson(await store.status(), mode("status-misreport")) };
     },
   };
 }
