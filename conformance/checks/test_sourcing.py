@@ -1,12 +1,21 @@
-"""Mirrors and sources (ADR-59): copies of other streams, kept by the server; reliable sourcing of WorkQueue and
-Interest streams through durable flow-control consumers (ADR-60)."""
+"""Mirrors and sources (ADR-59): copies of other streams, kept by the server; subject transforms in streams,
+mirrors and sources (ADR-36); reliable sourcing of WorkQueue and Interest streams through durable flow-control
+consumers (ADR-60)."""
 
 from __future__ import annotations
 
 import pytest
 
 from jetcheck.conformance.checks.answers import refused
-from jetcheck.conformance.jsapi import ApiError, api, eventually, publish_raw, stream_state, subject_messages
+from jetcheck.conformance.jsapi import (
+    ApiError,
+    api,
+    eventually,
+    publish_raw,
+    stored_messages,
+    stream_state,
+    subject_messages,
+)
 from jetcheck.conformance.silence import answering
 
 pytestmark = pytest.mark.asyncio
@@ -138,6 +147,98 @@ async def test_a_source_transform_rewrites_the_stored_subject(nc, make_stream, n
     assert held == [b"a0", b"a1"], (
         f"{ADR59}: a source's subject_transforms rewrite the stored subject ({upstream.subject('a')} to {copy}.a); "
         f"{copy}.a holds {held}"
+    )
+
+
+# --- subject transforms in streams, mirrors and sources (ADR-36, nats-server 2.10) --------------------------------
+
+ADR36 = "ADR-36"
+
+
+async def _held(nc, name: str) -> list[tuple[str, bytes]]:
+    """(subject, payload) of every message stream `name` holds, in order."""
+    return [(m.subject, m.payload) for m in await stored_messages(nc, name)]
+
+
+@pytest.mark.rule("sourcing.stream-transform")
+async def test_a_stream_transform_rewrites_matching_subjects_as_they_are_stored(nc, make_stream, names):
+    """A stream transforming `<root>.in.*.*` into `<root>.out.{{wildcard(2)}}.{{wildcard(1)}}` stores `<root>.in.a.b`
+    on `<root>.out.b.a` and `<root>.other` on its own subject."""
+    root = names.subject()
+    transform = {"src": f"{root}.in.*.*", "dest": f"{root}.out.{{{{wildcard(2)}}}}.{{{{wildcard(1)}}}}"}
+    stream = await make_stream(root, subject_transform=transform)
+    await publish_raw(nc, f"{root}.in.a.b", b"moved")
+    await publish_raw(nc, f"{root}.other", b"kept")
+    held = await _held(nc, stream.name)
+    wanted = [(f"{root}.out.b.a", b"moved"), (f"{root}.other", b"kept")]
+    assert held == wanted, (
+        f"{ADR36}: a stream's subject_transform rewrites a matching subject as it is stored and does not filter the "
+        f"others; wanted {wanted}, the stream holds {held}"
+    )
+
+
+@pytest.mark.rule("sourcing.mirror-transform")
+async def test_a_mirror_with_transforms_holds_only_what_they_match(nc, make_stream):
+    """A mirror transforming `<root>.foo` into `<root>.foo-t`, with `<root>.bar` untransformed, holds those two of
+    the upstream's `foo`, `bar`, `baz`."""
+    upstream = await make_stream()
+    for tag in ("foo", "bar", "baz"):
+        await publish_raw(nc, upstream.subject(tag), tag.encode())
+    transforms = [
+        {"src": upstream.subject("foo"), "dest": upstream.subject("foo-t")},
+        {"src": upstream.subject("bar"), "dest": ""},
+    ]
+    mirror = await make_stream(mirror={"name": upstream.name, "subject_transforms": transforms})
+    await _caught_up(nc, mirror.name, 2, "a mirror with subject_transforms")
+    held = await _held(nc, mirror.name)
+    wanted = [(upstream.subject("foo-t"), b"foo"), (upstream.subject("bar"), b"bar")]
+    assert held == wanted, (
+        f"{ADR36}: a mirror's subject_transforms filter and rewrite (an empty dest only filters); wanted {wanted}, the "
+        f"mirror holds {held}"
+    )
+
+
+@pytest.mark.rule("sourcing.source-same-stream-twice")
+async def test_a_stream_can_source_one_stream_twice(nc, make_stream):
+    """A stream sourcing U once for `<root>.foo` and once for `<root>.bar` holds both of U's messages."""
+    upstream = await make_stream()
+    for tag in ("foo", "bar", "baz"):
+        await publish_raw(nc, upstream.subject(tag), tag.encode())
+    sources = [{"name": upstream.name, "filter_subject": upstream.subject(tag)} for tag in ("foo", "bar")]
+    aggregate = await make_stream(sources=sources)
+    await _caught_up(nc, aggregate.name, 2, "a stream sourcing one stream twice")
+    held = sorted(await _held(nc, aggregate.name))
+    wanted = sorted([(upstream.subject("foo"), b"foo"), (upstream.subject("bar"), b"bar")])
+    assert held == wanted, (
+        f"{ADR36}: a stream may source the same stream more than once, each with its own filter; wanted {wanted}, "
+        f"it holds {held}"
+    )
+
+
+@pytest.mark.rule("sourcing.transform-refusals")
+async def test_overlapping_or_doubled_filters_are_refused(nc, make_stream, names):
+    """Overlapping subject_transforms are refused (10147 source, 10152 mirror), and so are subject_transforms beside
+    a filter_subject (10144 source, 10150 mirror)."""
+    upstream = await make_stream()
+    overlapping = [{"src": upstream.subject("*"), "dest": ""}, {"src": upstream.subject("a"), "dest": ""}]
+    one = [{"src": upstream.subject("a"), "dest": ""}]
+    doubled = {"filter_subject": upstream.subject("b")}
+    cases = {
+        "a source with overlapping transforms": ("sources", overlapping, {}, 10147),
+        "a mirror with overlapping transforms": ("mirror", overlapping, {}, 10152),
+        "a source with transforms and a filter_subject": ("sources", one, doubled, 10144),
+        "a mirror with transforms and a filter_subject": ("mirror", one, doubled, 10150),
+    }
+    got = {}
+    for asked, (kind, transforms, extra, _) in cases.items():
+        name = names.stream()
+        origin = {"name": upstream.name, "subject_transforms": transforms, **extra}
+        body = {"name": name, "storage": "file", kind: [origin] if kind == "sources" else origin}
+        got[asked] = (await refused(nc, f"$JS.API.STREAM.CREATE.{name}", body, asked))[:2]
+    wrong = {asked: code for asked, code in got.items() if code != (400, cases[asked][3])}
+    assert not wrong, (
+        f"{ADR36}: filters of one source or mirror cannot overlap (10147, 10152) and subject_transforms exclude a "
+        f"filter_subject (10144, 10150); got {wrong}"
     )
 
 

@@ -118,12 +118,25 @@ def _strip_stream_source(body: dict) -> bool:
     return True
 
 
+def _origins(body: dict) -> list[dict]:
+    """The sources and the mirror of a stream create."""
+    return [o for o in [*(body.get("sources") or []), body.get("mirror")] if isinstance(o, dict)]
+
+
 def _drop_source_transforms(body: dict) -> bool:
-    """A stream create's sources lose their subject_transforms."""
-    sources = [s for s in body.get("sources") or [] if isinstance(s, dict) and "subject_transforms" in s]
-    for source in sources:
-        del source["subject_transforms"]
-    return bool(sources)
+    """A stream create's sources and mirror lose their subject_transforms."""
+    origins = [o for o in _origins(body) if "subject_transforms" in o]
+    for origin in origins:
+        del origin["subject_transforms"]
+    return bool(origins)
+
+
+def _drop_source_filters(body: dict) -> bool:
+    """A stream create's sources and mirror lose their filter_subject."""
+    origins = [o for o in _origins(body) if "filter_subject" in o]
+    for origin in origins:
+        del origin["filter_subject"]
+    return bool(origins)
 
 
 def _group_jobs(body: dict) -> bool:
@@ -241,6 +254,10 @@ BREAKERS: dict[str, Callable[[], Breaker]] = {
     "create-drop-mirror": request_rewriting("create-drop-mirror", CREATE_SUBJECT, dropping("mirror")),
     "create-drop-sources": request_rewriting("create-drop-sources", CREATE_SUBJECT, dropping("sources")),
     "source-drop-transforms": request_rewriting("source-drop-transforms", CREATE_SUBJECT, _drop_source_transforms),
+    "source-drop-filters": request_rewriting("source-drop-filters", CREATE_SUBJECT, _drop_source_filters),
+    "create-drop-stream-transform": request_rewriting(
+        "create-drop-stream-transform", CREATE_SUBJECT, dropping("subject_transform")
+    ),
     "strip-stream-source": lambda: ReplyRewriter(MSG_GET, _strip_stream_source).breaker("strip-stream-source"),
     "strip-schedule-headers": lambda: Breaker("strip-schedule-headers", headers_remover(SCHEDULE, SCHEDULE_TARGET)),
     "schedule-at-early": lambda: Breaker("schedule-at-early", header_rewriter(SCHEDULE, _earlier_schedule)),

@@ -156,6 +156,8 @@ PROOFS = [
             "sourcing.mirror-restrictions",
             "sourcing.durable-mirror-consumer",
             "sourcing.durable-source-config",
+            "sourcing.mirror-transform",
+            "sourcing.transform-refusals",
         },
     ),
     proof(
@@ -172,11 +174,25 @@ PROOFS = [
             "sourcing.durable-consumer-removed",
             "sourcing.durable-source-config",
             "sourcing.durable-source",
+            "sourcing.source-same-stream-twice",
+            "sourcing.transform-refusals",
         },
         # without its sources a stream makes no consumer to remove: the check fails at the one it waits for
         reasons={"sourcing.durable-consumer-removed": "a sourced WorkQueue stream gets a durable JS_SRC_"},
     ),
-    proof("source-drop-transforms", "sourcing", {"sourcing.source-transform"}),
+    proof(
+        "source-drop-transforms",
+        "sourcing",
+        {"sourcing.source-transform", "sourcing.mirror-transform", "sourcing.transform-refusals"},
+    ),
+    proof(
+        "source-drop-filters",
+        "sourcing",
+        {"sourcing.source-same-stream-twice", "sourcing.transform-refusals", "sourcing.durable-source-config"},
+        # without their filters the two sources are one source twice, which the server refuses (10140)
+        reasons={"sourcing.source-same-stream-twice": "is documented as valid; the server refused it"},
+    ),
+    proof("create-drop-stream-transform", "sourcing", {"sourcing.stream-transform"}),
     proof("strip-stream-source", "sourcing", {"sourcing.source-header", "sourcing.source-header-subject"}),
     # reliable sourcing of WorkQueue/Interest streams (ADR-60): the upstream made a Limits stream, the pre-created
     # consumer lost, a removed source kept, a flow_control consumer's redelivery settings lost
