@@ -271,8 +271,18 @@ class ClientAdapter(Protocol):
     version: str
     documented: Documented
 
-    async def connect(self, url: str, credentials: Credentials, *, reconnect_wait: float = 0.1) -> ClientSession:
-        """A session through `url`, reconnecting forever every `reconnect_wait` seconds."""
+    async def connect(
+        self,
+        url: str,
+        credentials: Credentials,
+        *,
+        reconnect_wait: float = 0.1,
+        api_prefix: str = "",
+        inbox_prefix: str = "",
+    ) -> ClientSession:
+        """A session through `url`, reconnecting forever every `reconnect_wait` seconds; with `api_prefix` its
+        JetStream context uses that API prefix instead of $JS.API (ADR-19), with `inbox_prefix` its inboxes start
+        with that instead of _INBOX. Unsupported when the client cannot take one."""
         ...
 
 

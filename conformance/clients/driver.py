@@ -650,15 +650,25 @@ class DriverAdapter:
             if self._process is not None and not self._process.dead:
                 self._process.request_sync("misbehave", modes=modes)
 
-    async def connect(self, url: str, credentials: Credentials, *, reconnect_wait: float = 0.1) -> DriverSession:
+    async def connect(
+        self,
+        url: str,
+        credentials: Credentials,
+        *,
+        reconnect_wait: float = 0.1,
+        api_prefix: str = "",
+        inbox_prefix: str = "",
+    ) -> DriverSession:
         process = self.process()
+        # PROTOCOL.md connect's optional api_prefix and inbox_prefix (ADR-19), sent only when set
+        prefixes = {k: v for k, v in (("api_prefix", api_prefix), ("inbox_prefix", inbox_prefix)) if v}
         session = DriverSession(process, f"s{next(self._ids)}", self._ids)
         secrets = credentials_request(credentials)
         process.secrets.extend(v for k, v in secrets.items() if k in ("password", "token"))
         process.route("session", session.id, session.on_event)
         try:
             await process.request(
-                "connect", session=session.id, url=url, credentials=secrets, reconnect_wait_s=reconnect_wait
+                "connect", session=session.id, url=url, credentials=secrets, reconnect_wait_s=reconnect_wait, **prefixes
             )
         except BaseException:
             process.unroute("session", session.id)

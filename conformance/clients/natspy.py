@@ -125,6 +125,7 @@ class NatsPySession:
         self.events = EventLog()
         self.nc: Client | None = None
         self.subscriptions: list[NatsPySubscription] = []
+        self.api_prefix = ""  # the JetStream API prefix it was connected with ("": $JS.API)
 
     async def on_error(self, exc: Exception) -> None:
         kind = SEQUENCE_MISMATCH if isinstance(exc, nats.js.errors.ConsumerSequenceMismatchError) else ERROR
@@ -133,7 +134,7 @@ class NatsPySession:
     @property
     def js(self):
         assert self.nc is not None
-        return self.nc.jetstream()
+        return self.nc.jetstream(prefix=self.api_prefix) if self.api_prefix else self.nc.jetstream()
 
     async def ordered(
         self,
@@ -430,10 +431,20 @@ class NatsPyAdapter:
     def __repr__(self) -> str:  # shown in a failing check's arguments: the client, not an object address
         return f"NatsPyAdapter(nats-py {self.version})"
 
-    async def connect(self, url: str, credentials: Credentials, *, reconnect_wait: float = 0.1) -> NatsPySession:
+    async def connect(
+        self,
+        url: str,
+        credentials: Credentials,
+        *,
+        reconnect_wait: float = 0.1,
+        api_prefix: str = "",
+        inbox_prefix: str = "",
+    ) -> NatsPySession:
         session = NatsPySession()
+        session.api_prefix = api_prefix  # nc.jetstream(prefix=...) (ADR-19)
         session.nc = await Target(url=url, credentials=credentials).connect(
             url,
+            **({"inbox_prefix": inbox_prefix} if inbox_prefix else {}),
             allow_reconnect=True,
             max_reconnect_attempts=-1,
             reconnect_time_wait=reconnect_wait,

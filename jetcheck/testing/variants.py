@@ -73,8 +73,8 @@ class WrappedAdapter:
     def __repr__(self) -> str:  # shown in a failing check's arguments: the client, not an object address
         return f"WrappedAdapter({self.name} {self.version})"
 
-    async def connect(self, url, credentials, *, reconnect_wait: float = 0.1):
-        return self.wrap_session(await self.inner.connect(url, credentials, reconnect_wait=reconnect_wait))
+    async def connect(self, url, credentials, *, reconnect_wait: float = 0.1, **prefixes):
+        return self.wrap_session(await self.inner.connect(url, credentials, reconnect_wait=reconnect_wait, **prefixes))
 
 
 class WrappedSession:
@@ -343,6 +343,7 @@ class StatusMisreport(ObjectStoreMisbehaviour):
 
 from .variants_features import FEATURE_WRAPPERS  # noqa: E402  (they build on WrappedSession above)
 from .variants_kv import KV_WRAPPERS  # noqa: E402  (they build on WrappedSession above)
+from .variants_prefix import PREFIX_WRAPPERS  # noqa: E402  (they build on WrappedSession above)
 
 ROTATED_ACTIONS = {"create": "update", "update": "create", "create_or_update": "create"}
 
@@ -374,6 +375,7 @@ WRAPPERS = {
     "bind-any-queue": BindAnyQueue,
     **KV_WRAPPERS,  # variants_kv.py
     **FEATURE_WRAPPERS,  # variants_features.py
+    **PREFIX_WRAPPERS,  # variants_prefix.py
     "seal-ignored": SealIgnored,
     "status-misreport": StatusMisreport,
     "consumer-actions-rotated": ConsumerActionsRotated,

@@ -99,9 +99,10 @@ def excused_client_rules() -> dict[str, dict[str, str]]:
     from .test_proofs_consumers_clients import LACKS as CALLS_LACKED  # consumer calls a client has no API for
     from .test_proofs_features_clients import LACKS as FEATURES_LACKED  # features a client has no API for
     from .test_proofs_kv_clients import LACKS as KV_LACKED  # KV calls a client has no API for
+    from .test_proofs_prefix_clients import LACKS as PREFIX_LACKED  # API prefixes a client cannot take (ADR-19)
     from .test_proofs_publish_clients import LACKS as RETRIES_LACKED  # publish retries a client has not
 
-    tables = (NOT_APPLICABLE, FEATURES_LACKED, CALLS_LACKED, KV_LACKED, RETRIES_LACKED)
+    tables = (NOT_APPLICABLE, FEATURES_LACKED, CALLS_LACKED, KV_LACKED, RETRIES_LACKED, PREFIX_LACKED)
     clients = set().union(*tables)
     return {client: {rule: why for table in tables for rule, why in table.get(client, {}).items()}
             for client in clients}  # fmt: skip

@@ -256,7 +256,9 @@ def test_every_client_variant_says_what_it_breaks():
     from .test_proofs_features_clients import VARIANT_BREAKS as FEATURE_VARIANTS
     from .test_proofs_kv_clients import VARIANT_BREAKS as KV_VARIANTS
     from .test_proofs_objectstore_clients import VARIANT_BREAKS as OBJECT_VARIANTS
+    from .test_proofs_prefix_clients import VARIANT_BREAKS as PREFIX_VARIANTS
     from .test_proofs_publish_clients import VARIANT_BREAKS as PUBLISH_VARIANTS
 
     tables = (BREAKS, KV_VARIANTS, OBJECT_VARIANTS, FEATURE_VARIANTS, CONSUMER_VARIANTS, PUBLISH_VARIANTS)
+    tables += (PREFIX_VARIANTS,)
     assert set().union(*tables) == set(CLIENT_VARIANTS)

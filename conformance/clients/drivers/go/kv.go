@@ -119,6 +119,9 @@ func (d *driver) kv(req *request) (any, error) {
 	}
 	switch req.Op {
 	case "kv_put":
+		if d.mode(kvPrefixIgnored) {
+			return revision(putUnprefixed(ctx, s, args.Bucket, args.Key, value))
+		}
 		return revision(kv.Put(ctx, args.Key, value))
 	case "kv_create_key":
 		return revision(kv.Create(ctx, args.Key, value, d.keyTTL(args)...))

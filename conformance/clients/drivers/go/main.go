@@ -212,6 +212,8 @@ type request struct {
 	Modes              []string           `json:"modes"`
 	Durable            string             `json:"durable"`
 	Queue              string             `json:"queue"`
+	APIPrefix          string             `json:"api_prefix"`
+	InboxPrefix        string             `json:"inbox_prefix"`
 	Raw                []byte             `json:"-"`   // the whole request, for the ops of later protocol sections
 	Obj                json.RawMessage    `json:"obj"` // object store ops' arguments (objectstore.go)
 }
@@ -381,6 +383,7 @@ func (d *driver) connect(req *request) (any, error) {
 	if cert, key := credential(c, "tls_cert"), credential(c, "tls_key"); cert != "" || key != "" {
 		opts = append(opts, nats.ClientCert(cert, key))
 	}
+	opts = append(opts, inboxOption(req.InboxPrefix)...)
 	nc, err := nats.Connect(req.URL, opts...)
 	if err != nil {
 		f := classify(err)
@@ -389,7 +392,7 @@ func (d *driver) connect(req *request) (any, error) {
 		}
 		return nil, f
 	}
-	js, err := jetstream.New(nc)
+	js, err := newJetStream(nc, req.APIPrefix)
 	if err != nil {
 		nc.Close()
 		return nil, err

@@ -16,6 +16,7 @@ import { publishHandlers } from "./publish.mjs";
 import { FEATURE_MODES, featureHandlers } from "./features.mjs";
 import { watchHandlers } from "./watch.mjs";
 import { KV_MORE_MODES, kvMore } from "./kvmore.mjs";
+import { PREFIX_MODES, prefix } from "./prefix.mjs";
 
 import {
   AckPolicy,
@@ -50,6 +51,7 @@ const MODES = new Set([
   "watch-drop-first",
   "bind-any-queue",
   ...KV_MORE_MODES, // kvmore.mjs
+  ...PREFIX_MODES, // prefix.mjs
   ...FEATURE_MODES, // features.mjs
   "seal-ignored",
   "status-misreport",
@@ -147,10 +149,10 @@ const subs = new Map(); // sub id -> Sub
 let modes = new Set();
 
 class Session {
-  constructor(id, nc) {
+  constructor(id, nc, jsOptions = {}) {
     this.id = id;
     this.nc = nc;
-    this.js = jetstream(nc);
+    this.js = jetstream(nc, jsOptions);
     this.jsm = null;
     this.subs = new Set();
   }
@@ -357,6 +359,7 @@ function connectOptions(req) {
     options.pass = c.password ?? "";
   }
   if (c.token) options.token = c.token;
+  Object.assign(options, prefix.connectOptions(req));
   if (c.nkey_seed) options.authenticator = nkeyAuthenticator(new TextEncoder().encode(readSecret(c.nkey_seed)));
   if (c.creds) options.authenticator = credsAuthenticator(new TextEncoder().encode(readSecret(c.creds)));
   // A tls:// URL or any TLS file means TLS or no connection (the client refuses a server without TLS then).
@@ -417,7 +420,7 @@ const handlers = {
       if (errorRecord(err).kind !== "other") throw err;
       throw new RequestError("connection", `${err?.constructor?.name}: ${err?.message}`);
     }
-    const session = new Session(id, nc);
+    const session = new Session(id, nc, prefix.jetstreamOptions(req));
     sessions.set(id, session);
     (async () => {
       for await (const s of nc.status()) {
@@ -660,6 +663,7 @@ Object.assign(handlers, {
     return {};
   },
   async kv_put(req) {
+    if (modes.has("kv-prefix-ignored")) return prefix.putUnprefixed(sessionOf(req), req, need, valueOf);
     return { revision: await (await kvOf(req)).put(need(req, "key", "string"), valueOf(req)) };
   },
   async kv_create_key(req) {
