@@ -92,9 +92,16 @@ PROOFS = [
     proof(
         "strip-ttl",
         "ttl",
-        {"ttl.disabled-refused", "ttl.invalid-refused", "ttl.expires", "ttl.never", "ttl.clamped-to-marker-ttl"},
+        {
+            "ttl.disabled-refused",
+            "ttl.invalid-refused",
+            "ttl.expires",
+            "ttl.never",
+            "ttl.clamped-to-marker-ttl",
+            "ttl.client-publish",
+        },
     ),
-    proof("ttl-halved", "ttl", {"ttl.expires"}),
+    proof("ttl-halved", "ttl", {"ttl.expires", "ttl.client-publish"}),
     proof(
         "create-drop-marker-ttl",
         "ttl",
@@ -102,8 +109,12 @@ PROOFS = [
     ),
     proof("stream-hide-errors", "ttl", {"ttl.cannot-disable", "ttl.marker-ttl-minimum"}),
     # consumer pause (2.11): never paused, paused for good, a resume that pauses, heartbeats lost
-    proof("pause-ignored", "pause", {"pause.until", "pause.no-deliveries", "pause.create-config"}),
-    proof("pause-forever", "pause", {"pause.until", "pause.no-deliveries"}),
+    proof(
+        "pause-ignored",
+        "pause",
+        {"pause.until", "pause.no-deliveries", "pause.create-config", "pause.client-pause-resume"},
+    ),
+    proof("pause-forever", "pause", {"pause.until", "pause.no-deliveries", "pause.client-pause-resume"}),
     proof("pause-on-resume", "pause", {"pause.resume-empty"}),
     proof("drop-heartbeats", "pause", {"pause.heartbeats-continue"}),
     # API levels and asset metadata (ADR-44): the level not advertised, the server's metadata lost, the header lost
