@@ -7,12 +7,15 @@ import json
 import pytest
 
 from jetcheck.conformance.checks.answers import refused
-from jetcheck.conformance.jsapi import publish_raw, stream_state, subject_messages
+from jetcheck.conformance.jsapi import eventually, publish_raw, stream_state, subject_messages
+from jetcheck.conformance.silence import answering
 
 pytestmark = pytest.mark.asyncio
 
 INCR = "Nats-Incr"
+COUNTER_SOURCES = "Nats-Counter-Sources"
 ADR49 = "ADR-49"
+CATCH_UP_S = 5.0
 FORBIDDEN = {
     "Nats-Rollup": "sub",
     "Nats-Expected-Last-Sequence": "0",
@@ -111,3 +114,80 @@ async def test_a_counter_stream_requires_api_level_2(make_stream):
     stream = await _counter(make_stream)
     level = (stream.config.get("metadata") or {}).get("_nats.req.level")
     assert level == "2", f"{ADR49}: a counter stream requires API level 2; its _nats.req.level is {level}"
+
+
+@pytest.mark.rule("counters.sourced-aggregate")
+async def test_a_counter_stream_of_sources_holds_their_sum(nc, make_stream, names):
+    """Sourcing A (+2 +3, only its last message kept: val 5, Nats-Incr +3) and B (+7) onto one subject gives 12,
+    with Nats-Counter-Sources {A: {a subject: "5"}, B: {b subject: "7"}}."""
+    first = await _counter(make_stream, max_msgs_per_subject=1)
+    second = await _counter(make_stream)
+    for stream, deltas in ((first, ("+2", "+3")), (second, ("+7",))):
+        for delta in deltas:
+            await publish_raw(nc, stream.subject("hits"), b"", {INCR: delta})
+    root = names.subject()
+    sources = [
+        {"name": stream.name, "subject_transforms": [{"src": f"{stream.root}.>", "dest": f"{root}.>"}]}
+        for stream in (first, second)
+    ]
+    aggregate = await _counter(make_stream, sources=sources)
+    subject = f"{root}.hits"
+    held: list = []
+
+    async def summed() -> bool:
+        held[:] = await subject_messages(nc, aggregate.name, subject)
+        return bool(held) and json.loads(held[-1].payload) == {"val": "12"}
+
+    if not await eventually(summed, timeout=CATCH_UP_S):
+        await answering(nc)
+        last = (held[-1].payload, held[-1].headers) if held else "nothing"
+        pytest.fail(
+            f"{ADR49}: a counter stream sourcing counters holds the sum of their values (5 + 7 = 12, each source's "
+            f"Nats-Incr rewritten to the delta from its last seen value); after {CATCH_UP_S} s {subject} holds {last}"
+        )
+    recorded = held[-1].headers.get(COUNTER_SOURCES)
+    expected = {first.name: {first.subject("hits"): "5"}, second.name: {second.subject("hits"): "7"}}
+    assert recorded is not None and json.loads(recorded) == expected, (
+        f"{ADR49}: a counter stream sourcing counters records each source's last value by stream and original subject "
+        f"in Nats-Counter-Sources, {expected}; "
+        f"the aggregate's last message has {COUNTER_SOURCES}: {recorded}"
+    )
+
+
+@pytest.mark.rule("counters.mirror-refused")
+async def test_a_mirror_with_counters_is_refused(nc, make_stream, names):
+    """A mirror with allow_msg_counter is refused with 400/10173."""
+    upstream = await _counter(make_stream)
+    name = names.stream()
+    body = {"name": name, "mirror": {"name": upstream.name}, "allow_msg_counter": True}
+    got = await refused(nc, f"$JS.API.STREAM.CREATE.{name}", body, "a mirror with allow_msg_counter")
+    assert got[:2] == (400, 10173), f"{ADR49}: a mirror with allow_msg_counter is refused (400/10173); got {got}"
+
+
+@pytest.mark.rule("counters.sourced-verbatim")
+async def test_a_plain_source_and_a_mirror_store_counters_verbatim(nc, make_stream):
+    """A counter stream holding only {"val": "5"} with Nats-Incr +3 is copied as that by a plain stream sourcing it
+    and by its mirror, with no Nats-Counter-Sources."""
+    upstream = await _counter(make_stream, max_msgs_per_subject=1)
+    for delta in ("+2", "+3"):
+        await publish_raw(nc, upstream.subject("hits"), b"", {INCR: delta})
+    copies = {
+        "a plain stream sourcing it": await make_stream(sources=[{"name": upstream.name}]),
+        "its mirror": await make_stream(mirror={"name": upstream.name}),
+    }
+    expected = ({"val": "5"}, "+3", None)
+    held: dict = {}
+
+    async def copied() -> bool:
+        for what, copy in copies.items():
+            found = await subject_messages(nc, copy.name, upstream.subject("hits"))
+            held[what] = [(json.loads(m.payload), m.headers.get(INCR), m.headers.get(COUNTER_SOURCES)) for m in found]
+        return all(got == [expected] for got in held.values())
+
+    if not await eventually(copied, timeout=CATCH_UP_S):
+        await answering(nc)
+        wrong = {what: got for what, got in held.items() if got != [expected]}
+        pytest.fail(
+            f"{ADR49}: a counter message received over a source without counters, or a mirror, is stored verbatim "
+            f"(body, Nats-Incr, Nats-Counter-Sources) {expected}; after {CATCH_UP_S} s they hold {wrong}"
+        )

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from jetcheck.conformance.checks.answers import refused
-from jetcheck.conformance.jsapi import NS, api, create_consumer, publish_raw, pull
+from jetcheck.conformance.clients.base import Indeterminate
+from jetcheck.conformance.jsapi import NS, RawPull, api, consumer_info, create_consumer, eventually, publish_raw, pull
+from jetcheck.conformance.silence import answering
 
 pytestmark = pytest.mark.asyncio
 
@@ -13,6 +17,7 @@ GROUP = "jobs"
 PIN = "Nats-Pin-Id"
 ADR42 = "ADR-42"
 WAIT_S = 1.5  # a pull's expires is 1 s: its status comes within this
+PIN_TIMEOUT_S = 1  # the priority_timeout of pin-timeout's consumer (any positive duration is accepted)
 
 
 async def _filled(nc, make_stream, count: int):
@@ -44,10 +49,10 @@ async def _create_refusal(nc, stream, names, asked: str, **config) -> tuple[int,
     return await refused(nc, f"$JS.API.CONSUMER.CREATE.{stream.name}.{name}", body, asked)
 
 
-async def _pinned(nc, names, make_stream) -> tuple[object, str, str]:
+async def _pinned(nc, names, make_stream, **config) -> tuple[object, str, str]:
     """A pinned_client consumer over 3 messages, pinned by a first pull: (stream, consumer, the pin id)."""
     stream = await _filled(nc, make_stream, 3)
-    consumer = await _grouped(nc, names, stream, "pinned_client")
+    consumer = await _grouped(nc, names, stream, "pinned_client", **config)
     first = await pull(nc, stream.name, consumer, _request(group=GROUP), wait=WAIT_S, messages=1)
     pin = (first.messages[0].headers or {}).get(PIN) if first.messages else None
     assert pin, f"{ADR42}: the pinned client's first message includes a Nats-Pin-Id header; got {_summary(first)}"
@@ -134,4 +139,81 @@ async def test_overflow_serves_a_pull_only_at_its_min_pending(nc, names, make_st
     )
     assert below[0] == [b"m0"], (
         f"{ADR42}: a pull whose min_pending (3) the 4 pending messages meet is served; it got {below}"
+    )
+
+
+@pytest.mark.rule("priority.pin-timeout")
+async def test_a_pinned_client_that_stops_pulling_loses_the_pin(nc, names, make_stream):
+    """With priority_timeout 1 s and no pull from the pinned client, a waiting pull gets a new pin; the old id 423."""
+    stream, consumer, old = await _pinned(nc, names, make_stream, priority_timeout=PIN_TIMEOUT_S * NS)
+    standby_wait = PIN_TIMEOUT_S + WAIT_S + 1  # the timeout, then a delivery
+    standby = await pull(nc, stream.name, consumer, {"batch": 1, "expires": int((standby_wait + 1) * NS),
+                                                     "group": GROUP}, wait=standby_wait, messages=1)  # fmt: skip
+    ids = [(m.headers or {}).get(PIN) for m in standby.messages]
+    assert len(ids) == 1 and ids[0] not in (None, old), (
+        f"{ADR42}: a pinned client that makes no pull within priority_timeout ({PIN_TIMEOUT_S} s) loses the pin to a "
+        f"waiting pull, which is served with a new Nats-Pin-Id; within {standby_wait:.1f} s the waiting pull got "
+        f"Nats-Pin-Id {ids} {_summary(standby)} (the old one was {old})"
+    )
+    stale = _summary(await pull(nc, stream.name, consumer, _request(group=GROUP, id=old), wait=WAIT_S))
+    assert not stale[0] and stale[1].startswith("423 "), (
+        f"{ADR42}: after priority_timeout moved the pin, a pull with the old id gets a 423 status; it got {stale}"
+    )
+
+
+@pytest.mark.rule("priority.overflow-min-ack-pending")
+async def test_overflow_serves_a_pull_only_at_its_min_ack_pending(nc, names, make_stream):
+    """With 1 message ack-pending, a pull with min_ack_pending 2 gets none, one with min_ack_pending 1 gets one."""
+    stream = await _filled(nc, make_stream, 4)
+    consumer = await _grouped(nc, names, stream, "overflow")
+    first = _summary(await pull(nc, stream.name, consumer, _request(group=GROUP), wait=WAIT_S, messages=1))
+    assert first[0] == [b"m0"], f"{ADR42}: an overflow pull without limits is served; it got {first}"
+    above = _summary(await pull(nc, stream.name, consumer, _request(group=GROUP, min_ack_pending=2), wait=WAIT_S))
+    assert not above[0], (
+        f"{ADR42}: 'only deliver messages when ack_pending for the consumer is >= min_ack_pending' (2, 1 ack "
+        f"pending): {above}"
+    )
+    below = _summary(
+        await pull(nc, stream.name, consumer, _request(group=GROUP, min_ack_pending=1), wait=WAIT_S, messages=1)
+    )
+    assert below[0] == [b"m1"], (
+        f"{ADR42}: a pull whose min_ack_pending (1) the 1 ack-pending message meets is served; it got {below}"
+    )
+
+
+@pytest.mark.rule("priority.prioritized")
+async def test_prioritized_serves_lower_priority_values_first(nc, names, make_stream):
+    """Pulls waiting with priorities 5, 1 and 3 (sent in that order) get the next 3 messages in order 1, 3, 5."""
+    stream = await make_stream()
+    consumer = await _grouped(nc, names, stream, "prioritized")
+    order = (5, 1, 3)
+    wait = 2 * WAIT_S + 2  # the pulls wait to be listed, then for a message
+    pulls: dict[int, RawPull] = {}
+    collecting: dict[int, asyncio.Task] = {}
+    try:
+        for priority in order:
+            request = {"batch": 1, "expires": int((wait + 1) * NS), "group": GROUP, "priority": priority}
+            pulls[priority] = await RawPull(nc, stream.name, consumer).send(request)
+        collecting.update({p: asyncio.create_task(raw.collect(wait, messages=1)) for p, raw in pulls.items()})
+
+        async def all_waiting() -> bool:  # or one already ended: its answer is judged below
+            info = await consumer_info(nc, stream.name, consumer)
+            return info.get("num_waiting") == len(order) or any(t.done() for t in collecting.values())
+
+        if not await eventually(all_waiting, WAIT_S):
+            await answering(nc)
+            raise Indeterminate("timeout", f"the consumer did not list {len(order)} waiting pulls within {WAIT_S} s")
+        for n in range(len(order)):
+            await publish_raw(nc, stream.subject("a"), f"m{n}".encode())
+        got = {p: _summary(await task) for p, task in collecting.items()}
+    finally:
+        for task in collecting.values():
+            task.cancel()
+        await asyncio.gather(*collecting.values(), return_exceptions=True)
+        for raw in pulls.values():
+            await raw.close()
+    served = {p: got[p][0] or got[p][1] for p in sorted(got)}
+    assert served == {1: [b"m0"], 3: [b"m1"], 5: [b"m2"]}, (
+        f"{ADR42}: with the prioritized policy, lower priorities are always served first (priority 1 gets m0, 3 m1, "
+        f"5 m2); the pulls got {served}"
     )

@@ -36,6 +36,7 @@ REQUIRED_LEVEL = "Nats-Required-Api-Level"
 INCR = "Nats-Incr"
 MSG_GET = re.compile(API + r"STREAM\.MSG\.GET\..+$")
 STREAM_SOURCE = "Nats-Stream-Source"
+COUNTER_SOURCES = "Nats-Counter-Sources"
 SCHEDULE, SCHEDULE_TARGET, SCHEDULER, NEXT = (
     "Nats-Schedule",
     "Nats-Schedule-Target",
@@ -113,6 +114,18 @@ def _strip_stream_source(body: dict) -> bool:
         return False
     headers = NatsHeaders.parse(base64.b64decode(message["hdrs"]))
     if not headers.remove(STREAM_SOURCE):
+        return False
+    message["hdrs"] = base64.b64encode(headers.serialize()).decode()
+    return True
+
+
+def _strip_counter_sources(body: dict) -> bool:
+    """A MSG.GET reply's message loses its Nats-Counter-Sources header: an aggregate counter's sources unrecorded."""
+    message = body.get("message") or {}
+    if not message.get("hdrs"):
+        return False
+    headers = NatsHeaders.parse(base64.b64decode(message["hdrs"]))
+    if not headers.remove(COUNTER_SOURCES):
         return False
     message["hdrs"] = base64.b64encode(headers.serialize()).decode()
     return True
@@ -259,6 +272,7 @@ BREAKERS: dict[str, Callable[[], Breaker]] = {
         "create-drop-stream-transform", CREATE_SUBJECT, dropping("subject_transform")
     ),
     "strip-stream-source": lambda: ReplyRewriter(MSG_GET, _strip_stream_source).breaker("strip-stream-source"),
+    "strip-counter-sources": lambda: ReplyRewriter(MSG_GET, _strip_counter_sources).breaker("strip-counter-sources"),
     "strip-schedule-headers": lambda: Breaker("strip-schedule-headers", headers_remover(SCHEDULE, SCHEDULE_TARGET)),
     "schedule-at-early": lambda: Breaker("schedule-at-early", header_rewriter(SCHEDULE, _earlier_schedule)),
     "strip-schedule-next": lambda: Breaker("strip-schedule-next", headers_remover(SCHEDULER, NEXT)),
@@ -275,6 +289,11 @@ BREAKERS: dict[str, Callable[[], Breaker]] = {
     "pull-group-jobs": request_rewriting("pull-group-jobs", PULL_NEXT, _group_jobs),
     "pull-drop-pin-id": request_rewriting("pull-drop-pin-id", PULL_NEXT, dropping("id")),
     "pull-drop-min-pending": request_rewriting("pull-drop-min-pending", PULL_NEXT, dropping("min_pending")),
+    "pull-drop-min-ack-pending": request_rewriting("pull-drop-min-ack-pending", PULL_NEXT, dropping("min_ack_pending")),
+    "pull-drop-priority": request_rewriting("pull-drop-priority", PULL_NEXT, dropping("priority")),
+    "create-drop-priority-timeout": request_rewriting(
+        "create-drop-priority-timeout", CONSUMER_CREATE, dropping("priority_timeout", within="config")
+    ),
     "source-drop-consumer": request_rewriting("source-drop-consumer", CREATE_SUBJECT, _drop_source_consumer),
     "update-keeps-sources": lambda: _UpdateKeepsSources().breaker(),
     "consumer-drop-redelivery": request_rewriting(

@@ -139,9 +139,14 @@ PROOFS = [
             "counters.invalid-refused",
             "counters.config",
             "counters.api-level",
+            "counters.sourced-aggregate",
+            "counters.sourced-verbatim",
+            "counters.mirror-refused",
         },
     ),
     proof("strip-expected", "counters", {"counters.forbidden-headers"}),
+    # counters through sources (ADR-49): the sources' record hidden (create-drop-sources and -mirror: sourcing rows)
+    proof("strip-counter-sources", "counters", {"counters.sourced-aggregate"}),
     # priority groups (ADR-42): the policy lost at create, pulls that all name the group, pin ids and min_pending lost
     proof(
         "create-drop-priority",
@@ -153,16 +158,24 @@ PROOFS = [
             "priority.pin-id",
             "priority.unpin",
             "priority.overflow-min-pending",
+            "priority.overflow-min-ack-pending",
+            "priority.pin-timeout",
+            "priority.prioritized",
         },
     ),
     proof("pull-group-jobs", "priority", {"priority.pull-needs-group"}),
-    proof("pull-drop-pin-id", "priority", {"priority.pin-id", "priority.unpin"}),
+    proof("pull-drop-pin-id", "priority", {"priority.pin-id", "priority.unpin", "priority.pin-timeout"}),
     proof("pull-drop-min-pending", "priority", {"priority.overflow-min-pending"}),
+    proof("pull-drop-min-ack-pending", "priority", {"priority.overflow-min-ack-pending"}),
+    proof("pull-drop-priority", "priority", {"priority.prioritized"}),
+    proof("create-drop-priority-timeout", "priority", {"priority.pin-timeout"}),
     # mirrors and sources (ADR-59): the mirror or the sources lost at create, their transforms lost, the header hidden
     proof(
         "create-drop-mirror",
-        "sourcing",
+        "sourcing,counters",
         {
+            "counters.mirror-refused",
+            "counters.sourced-verbatim",
             "sourcing.mirror-copy",
             "sourcing.mirror-restrictions",
             "sourcing.durable-mirror-consumer",
@@ -173,8 +186,10 @@ PROOFS = [
     ),
     proof(
         "create-drop-sources",
-        "sourcing",
+        "sourcing,counters",
         {
+            "counters.sourced-aggregate",
+            "counters.sourced-verbatim",
             "sourcing.mirror-restrictions",
             "sourcing.sources-aggregate",
             "sourcing.source-header",
