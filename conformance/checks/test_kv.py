@@ -507,6 +507,27 @@ async def test_watch_ignoring_deletes_sends_only_values(client, target, bucket):
             )
 
 
+@pytest.mark.rule("kv.watch-meta-only")
+async def test_watch_meta_only_sends_entries_without_values(client, target, bucket):
+    """A MetaOnly watch yields each entry's key, revision and operation with an empty value, before and after None."""
+    async with client_kv(client, target, bucket) as kv:
+        await kv.put("a", b"1")
+        await kv.put("b", b"2")
+        await kv.delete("b")
+        async with watching(client, kv.watch(meta_only=True), "ADR-8 MetaOnly") as watch:
+            initial = await _yielded(client, watch, "ADR-8 MetaOnly: the end-of-initial-data signal after the entries")
+            assert initial == ["a@1:PUT=b''", "b@3:DEL=b''", "<end of initial data>"], (
+                f"ADR-8 MetaOnly: 'Does not send any values, only metadata about those values'; {who(client)} "
+                f"yielded {initial}"
+            )
+            await kv.put("c", b"3")
+            later = await _later_changes(client, watch, 1)
+            assert later == ["c@4:PUT=b''"], (
+                f"ADR-8 MetaOnly: 'Does not send any values, only metadata about those values'; after a put of c "
+                f"{who(client)} yielded {later}"
+            )
+
+
 @pytest.mark.rule("kv.watch-updates-only")
 async def test_watch_updates_only_sends_only_later_changes(client, target, bucket):
     """An UpdatesOnly watch sends the end-of-data signal at once, then only changes after it started."""

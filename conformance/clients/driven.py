@@ -33,6 +33,7 @@ MISBEHAVE_MODES = (
     "kv-markers-as-values",  # KV: delete, purge and limit markers handed over as values
     "kv-keys-unfiltered",  # KV: keys(filters) lists without its filters
     "kv-buckets-misreport",  # KV: delete bucket does nothing; bucket names as their streams' (KV_<b>)
+    "kv-watch-meta-ignored",  # KV: a watch asked for meta_only is made without it (values are sent)
     "kv-prefix-ignored",  # KV: a put goes to $KV.<bucket>.<key> whatever the API prefix (ADR-19)
     "ttl-dropped",  # features: a TTL publish sends no TTL
     "resume-ignored",  # features: a resume asks nothing

@@ -5,6 +5,7 @@ names (drivers/PROTOCOL.md "v2: KV"), each wrapping the session (and its buckets
   key's latest message as a PUT entry; a watcher's DEL/PURGE entries arrive as PUT).
 - `kv-keys-unfiltered`: keys(filters) lists the bucket's keys without its filters.
 - `kv-buckets-misreport`: deleting a bucket does nothing; bucket names come back as their streams' (KV_<b>).
+- `kv-watch-meta-ignored`: a watch asked for meta_only is made without it, so its entries carry their values.
 """
 
 from __future__ import annotations
@@ -94,9 +95,19 @@ class KvBucketsMisreport(KvMisbehaviour):
         return [f"KV_{name}" for name in await self.inner.kv_bucket_names()]
 
 
+class MetaIgnoredBucket(KvWrapper):
+    async def watch(self, *args, meta_only: bool = False, **options):
+        return await self.inner.watch(*args, **options)
+
+
+class KvWatchMetaIgnored(KvMisbehaviour):
+    bucket_class = MetaIgnoredBucket
+
+
 KV_WRAPPERS = {
     "kv-ttl-ignored": KvTtlIgnored,
     "kv-markers-as-values": KvMarkersAsValues,
     "kv-keys-unfiltered": KvKeysUnfiltered,
     "kv-buckets-misreport": KvBucketsMisreport,
+    "kv-watch-meta-ignored": KvWatchMetaIgnored,
 }

@@ -232,6 +232,14 @@ class WatchContract:
         assert watched(driver) == [("a", "", "PUT"), None]
 
     @pytest.mark.asyncio
+    async def test_misbehave_meta_ignored_hands_over_the_value(self, driver, bucket, embedded_server):
+        await kv_bucket(driver, embedded_server.url, bucket, "kv-watch-meta-ignored")
+        await put(driver, bucket, "a", "hello")
+        await kv_watch(driver, bucket, meta_only=True)
+        await driver.until(lambda: None in watched(driver))
+        assert watched(driver) == [("a", "hello", "PUT"), None]
+
+    @pytest.mark.asyncio
     async def test_stop_ends_a_watch(self, driver, bucket, embedded_server):
         await kv_bucket(driver, embedded_server.url, bucket)
         await kv_watch(driver, bucket)

@@ -134,6 +134,7 @@ REASONS: dict[str, str | tuple[str, ...]] = {
     "kv.watch-include-history": "ADR-8 IncludeHistory",
     "kv.watch-initial-then-updates": "the latest entr",
     "kv.watch-key-filter": "the range",
+    "kv.watch-meta-only": "ADR-8 MetaOnly",
     "kv.watch-updates-only": "the end of initial data",
     "limits.discard-new-per-subject-needs-discard-new": "DID NOT RAISE ApiError",
     "limits.discard-new-per-subject-needs-per-subject-limit": "DID NOT RAISE ApiError",

@@ -43,6 +43,7 @@ PROOFS = [
             "kv.create-client",
             "kv.watch-initial-then-updates",
             "kv.watch-ignore-deletes",
+            "kv.watch-meta-only",  # its initial data holds a DEL entry
             "kv.purge-ttl",  # the TTL'd purge marker loses its KV-Operation
             "kv.keys-filter",  # x.2's delete marker too: x.2 reads as live
             "objectstore.replace",
@@ -65,6 +66,7 @@ PROOFS = [
             "kv.watch-key-filter",
             "kv.watch-include-history",
             "kv.watch-ignore-deletes",
+            "kv.watch-meta-only",
             "kv.marker-watch",  # its watch never ends the initial data
             "objectstore.watch",
         },

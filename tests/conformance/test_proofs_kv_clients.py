@@ -45,6 +45,7 @@ WATCHES = frozenset(
         "kv.watch-include-history",
         "kv.watch-ignore-deletes",
         "kv.watch-updates-only",
+        "kv.watch-meta-only",
         "kv.marker-watch",  # ADR-48's markers, read through a watch
     }
 )
@@ -97,6 +98,7 @@ BREAKS = {
     "kv-strip-operation": Breaks(
         frozenset({"kv.delete-marker", "kv.purge-marker", "kv.keys", "kv.create-client"})
         | {"kv.watch-initial-then-updates", "kv.watch-ignore-deletes"}
+        | {"kv.watch-meta-only"}  # its initial data holds a DEL entry
         | {"kv.purge-ttl", "kv.keys-filter"}  # the TTL'd purge marker; x.2's delete marker, so x.2 reads as live
     ),
     # Without allow_direct every client that honours the stream's config reads through STREAM.MSG.GET, garbled here.
@@ -119,11 +121,14 @@ VARIANT_BREAKS = {
     # every marker reaches the application as a value: limit markers, and delete and purge markers alike
     "kv-markers-as-values": Breaks(
         frozenset({"kv.marker-get", "kv.marker-watch", "kv.delete-marker", "kv.purge-marker"})
-        | {"kv.watch-initial-then-updates"},  # its initial data holds a DEL entry, its later changes a PURGE
+        | {"kv.watch-initial-then-updates"}  # its initial data holds a DEL entry, its later changes a PURGE
+        | {"kv.watch-meta-only"},  # its initial data holds a DEL entry
         reasons={rule: "a key not found error in basic gets" for rule in ("kv.delete-marker", "kv.purge-marker")},
     ),
     "kv-keys-unfiltered": Breaks(frozenset({"kv.keys-filter", "kv.keys-filters"})),
     "kv-buckets-misreport": Breaks(frozenset({"kv.bucket-delete", "kv.bucket-names"})),
+    # a watch asked for MetaOnly is made without it: its entries carry their values
+    "kv-watch-meta-ignored": Breaks(frozenset({"kv.watch-meta-only"})),
 }
 
 

@@ -79,6 +79,7 @@ func (d *driver) kvWatch(req *request) (any, error) {
 	if args.Bucket == "" {
 		return nil, failure("invalid", "kv_watch needs \"bucket\"")
 	}
+	args.MetaOnly = d.metaOnly(args.MetaOnly)
 	s, sub, err := d.sessionSubscription(req.Session, req.Sub)
 	if err != nil {
 		return nil, err

@@ -14,7 +14,7 @@ import { infoJson, ObjectStoreError, objectStoreHandlers } from "./objectstore.m
 import { consumerHandlers } from "./consumers.mjs";
 import { publishHandlers } from "./publish.mjs";
 import { FEATURE_MODES, featureHandlers } from "./features.mjs";
-import { watchHandlers } from "./watch.mjs";
+import { WATCH_MODES, watchHandlers } from "./watch.mjs";
 import { KV_MORE_MODES, kvMore } from "./kvmore.mjs";
 import { PREFIX_MODES, prefix } from "./prefix.mjs";
 
@@ -51,6 +51,7 @@ const MODES = new Set([
   "watch-drop-first",
   "bind-any-queue",
   ...KV_MORE_MODES, // kvmore.mjs
+  ...WATCH_MODES, // watch.mjs
   ...PREFIX_MODES, // prefix.mjs
   ...FEATURE_MODES, // features.mjs
   "seal-ignored",
