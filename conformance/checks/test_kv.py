@@ -41,6 +41,7 @@ from jetcheck.conformance.jsapi import (
 from jetcheck.conformance.plugin import na
 from jetcheck.conformance.silence import answering
 from jetcheck.conformance.watching import watched, within
+from jetcheck.fixtures.nats_protocol import AckSubject
 
 pytestmark = pytest.mark.asyncio
 
@@ -468,9 +469,50 @@ async def test_watch_on_a_range_sees_only_its_keys(client, target, bucket):
             )
 
 
+class DeliveriesBehindInfo:
+    """Reorders one connection's traffic in the proxy as nats-server now and then does itself (a consumer's
+    deliveries and the replies of its API reach a connection by separate paths): the deliveries of `stream`'s
+    consumers are held until release(); a consumer info request the client makes meanwhile goes upstream only once
+    all `expected` deliveries have left the server, so its reply, which reaches the client first, says nothing is
+    pending although no entry has reached the client yet."""
+
+    def __init__(self, proxy, stream: str, expected: int) -> None:
+        self.proxy, self.stream, self.expected = proxy, stream, expected
+        self.held: list = []
+        self.request = None  # the consumer info request, held until every delivery has left the server
+        self.holding = True
+        proxy.client_to_server = self.from_client
+        proxy.server_to_client = self.from_server
+
+    def from_client(self, frame):
+        info = f"$JS.API.CONSUMER.INFO.{self.stream}."
+        if self.holding and frame.is_publish and frame.subject.startswith(info) and len(self.held) < self.expected:
+            self.request = frame
+            return None
+        return frame
+
+    def from_server(self, frame):
+        ack = AckSubject.parse(frame.reply) if self.holding and frame.is_message else None
+        if ack is None or ack.stream != self.stream:
+            return frame
+        self.held.append(frame)
+        if len(self.held) == self.expected and self.request is not None:
+            self.proxy.send_to_server([self.request])
+            self.request = None
+        return None
+
+    def release(self) -> None:
+        """The held deliveries go to the client, and nothing is held from now on."""
+        self.holding = False
+        held, self.held = self.held, []
+        self.proxy.send_to_clients(held)
+
+
 @pytest.mark.rule("kv.watch-include-history")
-async def test_watch_with_history_sends_every_retained_revision(client, target, bucket):
+async def test_watch_with_history_sends_every_retained_revision(client, target, bucket, proxied):
     """include_history yields every retained revision of each key in order, then None."""
+    documented = "ADR-8 IncludeHistory: every retained revision, then the end of initial data"
+    history = ["a@2:PUT=b'2'", "a@3:PUT=b'3'", "b@4:PUT=b'x'"]
     async with client_kv(client, target, bucket, history=2) as kv:
         for value in (b"1", b"2", b"3"):
             await kv.put("a", value)
@@ -479,8 +521,19 @@ async def test_watch_with_history_sends_every_retained_revision(client, target, 
             shown = await _yielded(
                 client, watch, "ADR-8 IncludeHistory: the end-of-initial-data signal after the history"
             )
-    assert shown == ["a@2:PUT=b'2'", "a@3:PUT=b'3'", "b@4:PUT=b'x'", "<end of initial data>"], (
-        f"ADR-8 IncludeHistory: every retained revision, then the end of initial data; {who(client)} yielded {shown}"
+        assert shown == [*history, "<end of initial data>"], f"{documented}; {who(client)} yielded {shown}"
+    async with connected(client, proxied.url, target.credentials) as session:
+        kv = await session.kv_create(bucket, history=2)  # the same bucket, through the proxy
+        late = DeliveriesBehindInfo(proxied, f"KV_{bucket}", len(history))
+        async with watching(client, kv.watch(include_history=True), "ADR-8 IncludeHistory") as watch:
+            late.release()
+            shown = await _yielded(
+                client, watch, "ADR-8 IncludeHistory: the end-of-initial-data signal after the history"
+            )
+    assert shown == [*history, "<end of initial data>"], (
+        f"{documented}; when the watch's deliveries reached {who(client)} after the reply to its consumer info "
+        "request and after the watch call returned (an order nats-server produces at random; the proxy made it "
+        f"here), it yielded {shown}"
     )
 
 
