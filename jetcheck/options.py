@@ -209,12 +209,19 @@ DRIVEN_CLIENTS = ("nats.js", "nats.go")  # run through a driver process; `@versi
 def _client(value: str) -> str:
     # `client+variant` wraps a client in a deliberate deviation for the suite's own proofs (conformance.clients).
     base = re.split(r"[@+]", value, maxsplit=1)[0]
-    version = r"(@v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?)?" if base in DRIVEN_CLIENTS else ""
+    version = r"(@v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?)?" if base in DRIVEN_CLIENTS else r"(@\d+\.\d+\.\d+)?"
     if base not in CLIENTS or not re.fullmatch(rf"[a-z0-9.-]+{version}(\+[a-z0-9-]+)*", value):
         raise ConfigError(
-            f"expected one of {', '.join(CLIENTS)} (nats.js and nats.go optionally @version; optionally "
+            f"expected one of {', '.join(CLIENTS)} (optionally @version: a release of that client; optionally "
             f"+variant...), not {value!r}"
         )
+    return value
+
+
+def _release_range(value: str) -> str:
+    low, dots, high = value.partition("..")
+    if (value and not dots) or not all(re.fullmatch(r"(v?\d+\.\d+\.\d+)?", end) for end in (low, high)):
+        raise ConfigError(f"expected A..B with X.Y.Z releases (either end may be left out), not {value!r}")
     return value
 
 
@@ -336,7 +343,7 @@ def _regression_default(name: str) -> Callable[[], str]:
 
 # The commands of `jetcheck` that take options from the table, and the two hosts that run our code with their own
 # parsers: the pytest plugin (--jetcheck-<name>, ini jetcheck_<name>) and the locustfile (--jetcheck-<name>).
-COMMANDS = ("certify", "load", "run", "matrix", "report", "durability")
+COMMANDS = ("certify", "load", "run", "matrix", "bisect", "report", "durability")
 PYTEST, LOCUST = "pytest", "locust"
 TARGET = ("certify", "load", "run", PYTEST)  # the commands that reach a server
 
@@ -452,8 +459,9 @@ TABLE: tuple[Option, ...] = (
         "nats-server release for --jetcheck-server=local or cluster (not for a URL, whose server says its version)",
         lambda: DEFAULT_VERSION,
         _version,
-        commands=(*TARGET, LOCUST, "durability"),
+        commands=(*TARGET, LOCUST, "durability", "bisect"),
         variants={
+            "bisect": {"help": "nats-server release every client release is certified against"},
             "durability": {"help": "nats-server release of the cluster (releases before 2.10.25 are built with Go)"},
             "certify": {
                 "help": "nats-server release for --server local or cluster (not for a URL, whose server "
@@ -482,7 +490,7 @@ TABLE: tuple[Option, ...] = (
         "directory for results.jsonl and run.json",
         lambda: "jetcheck-results",
         _directory,
-        commands=("certify", PYTEST, "load", LOCUST, "matrix", "report", "run", "durability"),
+        commands=("certify", PYTEST, "load", LOCUST, "matrix", "bisect", "report", "run", "durability"),
         # JETCHECK_OUT is the conformance results' folder only: each other command writes something else there
         variants={
             "certify": {"help": "result directory (default: jetcheck-results)"},
@@ -499,6 +507,12 @@ TABLE: tuple[Option, ...] = (
             "matrix": {
                 "help": "directory for the result sets (default: jetcheck-runs/matrix)",
                 "default": lambda: "jetcheck-runs/matrix",
+                "variable": None,
+            },
+            "bisect": {
+                "help": "directory for each certified release's result set and bisect.json (default: "
+                "jetcheck-runs/bisect)",
+                "default": lambda: "jetcheck-runs/bisect",
                 "variable": None,
             },
             "report": {
@@ -571,8 +585,9 @@ TABLE: tuple[Option, ...] = (
         "client under test: " + ", ".join(CLIENTS),
         lambda: "nats-py",
         _client,
-        commands=("certify", PYTEST, "load", LOCUST),
+        commands=("certify", PYTEST, "load", LOCUST, "bisect"),
         variants={
+            "bisect": {"help": "client whose releases to bisect: " + ", ".join(CLIENTS), "variable": None},
             "load": {
                 "help": "client that runs the load: "
                 + ", ".join(CLIENTS)
@@ -789,6 +804,26 @@ TABLE: tuple[Option, ...] = (
         lambda: "nats-py",
         _listed(_client, "clients", skip_empty=False),
         commands=("matrix",),
+    ),
+    # jetcheck bisect
+    Option(
+        "rule",
+        "a client rule to bisect (repeatable; default: every client rule)",
+        lambda: None,
+        _text,
+        repeat=True,
+        metavar="ID",
+        variable=None,
+        commands=("bisect",),
+    ),
+    Option(
+        "releases",
+        "the releases to search, A..B (either end may be left out; default: all from the first with the API)",
+        lambda: "",
+        _release_range,
+        metavar="A..B",
+        variable=None,
+        commands=("bisect",),
     ),
     # jetcheck report and run
     Option(

@@ -194,7 +194,9 @@ def config_deviations(config: dict, wanted: dict) -> list[str]:
 
 def documents(client, wanted: dict) -> str:
     settings = ", ".join(f"{key} {value!r}" for key, value in wanted.items())
-    kind = client.documented.ordered_kind
+    kind, read = client.documented.ordered_kind, client.documented.of_release
+    if read and read != client.version:  # an older release certified against the newest one's documentation
+        return f"{client.name} {read} documents its {kind} ordered consumer as {settings} (certified: {client.version})"
     return f"{client.name} {client.version} documents its {kind} ordered consumer as {settings}"
 
 

@@ -1,6 +1,7 @@
 """Clients under test, behind one adapter interface (base.ClientAdapter); `--jetcheck-client` picks one.
 
-`nats-py` is the real client. `nats.js[@version]` and `nats.go[@version]` run through a driver process (driven.py,
+`nats-py[@version]` is the real client (another release than the installed one runs with it first on PYTHONPATH:
+client_environment). `nats.js[@version]` and `nats.go[@version]` run through a driver process (driven.py,
 drivers/PROTOCOL.md). `<client>+<variant>` is a deliberate deviation or a reference behaviour, for a test suite's own
 proofs; the product knows none: a plugin registers them (register_variant; the suite's own are jetcheck.testing's,
 which its pytest plugin registers), and every result's `client.name` carries them.
@@ -8,6 +9,7 @@ which its pytest plugin registers), and every result's `client.name` carries the
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -15,6 +17,7 @@ from jetcheck.errors import ConfigError
 
 from . import features  # noqa: F401  (attaches the server-feature ops to both sessions)
 from .base import ClientAdapter, ClientEvent, ClientSession, Delivery, Documented, EventLog, StartPolicy
+from .build import natspy_installed, natspy_release
 from .natspy import NatsPyAdapter
 
 ADAPTERS = {"nats-py": NatsPyAdapter, "nats.js": None, "nats.go": None}  # None: driven (driven.py)
@@ -51,6 +54,7 @@ __all__ = [
     "EventLog",
     "StartPolicy",
     "adapter_for",
+    "client_environment",
     "register_variant",
 ]
 
@@ -77,11 +81,31 @@ def adapter_for(name: str) -> ClientAdapter:
                 raise ConfigError(f"client variant {variant.name!r} is no {base} driver mode; the driver's modes: "
                                   f"{', '.join(MISBEHAVE_MODES)}")  # fmt: skip
         return driven_adapter(base, version, [v.driver_mode for v in variants])
-    if version:
-        raise ConfigError(f"{base} is certified at its installed version; {name!r} asks for {version}")
+    if version and version != natspy_installed():
+        raise ConfigError(
+            f"this interpreter imports {base} {natspy_installed()}, not {version}: `jetcheck certify --client "
+            f"{base}@{version}` installs that release and runs the checks with it"
+        )
     adapter = ADAPTERS[base]()
     for variant in variants:  # each wraps the one before: nats-py+adr37-heartbeats+terminal-on-missed-heartbeat
         if variant.wrap is None:
             raise ConfigError(f"client variant {variant.name!r} exists for driven clients only, not {base}")
         adapter = variant.wrap(adapter)
     return adapter
+
+
+def client_environment(name: str) -> dict[str, str]:
+    """What a run of the client `name` needs in its pytest process's environment: for a nats-py release other than
+    the installed one, PYTHONPATH leading to it (installed into jetcheck's cache now, once); else nothing."""
+    base, _, version = name.split("+")[0].partition("@")
+    release = natspy_release(version) if base == "nats-py" and version else None
+    if release is None:
+        return {}
+    return {"PYTHONPATH": os.pathsep.join(p for p in (str(release), os.environ.get("PYTHONPATH", "")) if p)}
+
+
+def without_release(name: str) -> str:
+    """`name` with an in-process client's release left out: the adapter this process checks variants with."""
+    spec, *variants = name.split("+")
+    base = spec.partition("@")[0]
+    return "+".join([base if ADAPTERS.get(base) is not None else spec, *variants])

@@ -64,6 +64,7 @@ class Documented:
     below_min_heartbeat: str = ""  # what it does with a smaller one: "raised" (silently) or "refused"; "" if none
     missed_heartbeats_after: int = 2  # missed intervals before the client reports (ADR-37: 2)
     ordered_kind: str = "push"  # the consumer kind its ordered consumer creates: "push" or "pull"
+    of_release: str = ""  # the release whose documentation and source this table was read from ("": any)
     # The config (server JSON names) the client documents for the consumer its ordered consumer (re)creates, besides
     # start and filter; a push one also gets the idle heartbeat. A key left out is not checked.
     ordered_config: Mapping[str, object] = field(default_factory=dict)
@@ -91,6 +92,12 @@ class ClientError(Exception):
 
 class Unsupported(ClientError):
     """The client has no such feature (or its driver does not implement the operation)."""
+
+
+class NotInRelease(Exception):
+    """The release of the client under test lacks an API that the adapter uses (one that later releases have): every
+    rule that needs it is `na` for this release, whatever the check does with a client's refusals (so it is no
+    ClientError: no check catches it)."""
 
 
 class Indeterminate(ClientError):

@@ -1,4 +1,5 @@
-"""Driver builds: the repo's driver sources built once per client version into jetcheck's cache.
+"""Driver builds: the repo's driver sources built once per client version into jetcheck's cache (and nats-py
+releases other than the installed one, installed there alone).
 
 `<cache>/drivers/<client>/<version>-<digest of the driver's sources>/` holds one finished build (a changed driver,
 e.g. after upgrading jetcheck, is a new build, never a stale one); a build happens in a sibling temporary directory
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from importlib import metadata
 from pathlib import Path
 
 from jetcheck.errors import ConfigError
@@ -158,15 +160,20 @@ def _built(final: Path, source: Path, build: Callable[[Path], None]) -> Path:
         shutil.copytree(source, staging, ignore=shutil.ignore_patterns(*BUILD_OUTPUTS), dirs_exist_ok=True)
         build(staging)
         (staging / DONE).write_text("")
-        try:
-            staging.rename(final)
-        except OSError:  # another run finished the same build first, or an unfinished one is in the way
-            if not (final / DONE).is_file():
-                shutil.rmtree(final, ignore_errors=True)
-                staging.rename(final)
+        _into_place(staging, final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return final
+
+
+def _into_place(staging: Path, final: Path) -> None:
+    """Rename a finished build to `final`; a finished one already there stays, an unfinished one is replaced."""
+    try:
+        staging.rename(final)
+    except OSError:  # another run finished the same build first, or an unfinished one is in the way
+        if not (final / DONE).is_file():
+            shutil.rmtree(final, ignore_errors=True)
+            staging.rename(final)
 
 
 def js_driver(version: str = "", cache: Path | None = None, source: Path = SOURCES / "js") -> list[str]:
@@ -246,6 +253,36 @@ def go_driver(version: str = "", cache: Path | None = None, source: Path = SOURC
 
     built = _built((cache or cache_root()) / "nats.go" / version, source, build)
     return [str(built / "driver")]
+
+
+NATSPY = "nats-py"
+
+
+def natspy_installed() -> str:
+    """The nats-py release `import nats` gives this interpreter."""
+    return metadata.version(NATSPY)
+
+
+def natspy_release(version: str, cache: Path | None = None) -> Path | None:
+    """A folder holding nats-py `version` alone (pip's --target, no dependencies: those of jetcheck's environment
+    serve), to put first on PYTHONPATH so `import nats` is that release; None when it is the installed one."""
+    if not re.fullmatch(r"\d+\.\d+\.\d+", version):
+        raise ConfigError(f"nats-py version {version!r} is not of the form X.Y.Z")
+    if version == natspy_installed():
+        return None
+    final = (cache or cache_root()) / NATSPY / f"{version}-py{sys.version_info[0]}.{sys.version_info[1]}"
+    if (final / DONE).is_file():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    try:
+        command = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps"]
+        _run([*command, "--target", str(staging), f"{NATSPY}=={version}"], staging, f"installing nats-py {version}")
+        (staging / DONE).write_text("")
+        _into_place(staging, final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return final
 
 
 def prebuild() -> int:

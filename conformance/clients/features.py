@@ -16,10 +16,11 @@ from importlib import metadata
 
 import nats.errors
 import nats.js.errors
+from nats.js.client import JetStreamContext
 
 from .base import ClientError, Unsupported
 from .driver import REQUEST_TIMEOUT_S, DriverSession
-from .natspy import NatsPySession, natspy_failures
+from .natspy import NatsPySession, call_shape, natspy_failures, release_call, release_option
 
 PIN = "Nats-Pin-Id"
 
@@ -57,6 +58,7 @@ async def natspy_publish_ttl(session: NatsPySession, subject: str, payload: byte
     """JetStreamContext.publish(subject, payload, msg_ttl=ttl_s): the stream sequence of its ack."""
     with natspy_failures("publish"):
         try:
+            release_option(session.js.publish, "msg_ttl")
             return (await session.js.publish(subject, payload, msg_ttl=ttl_s)).seq
         except nats.js.errors.APIError as exc:
             raise natspy_api_error("publish", exc) from None
@@ -71,7 +73,8 @@ async def natspy_pause_consumer(session: NatsPySession, stream: str, consumer: s
     assert session.nc is not None
     with natspy_failures("pause_consumer"):
         try:
-            return natspy_pause_state(await session.nc.jsm().pause_consumer(stream, consumer, rfc3339(until)))
+            pause = release_call(session.nc.jsm(), "pause_consumer")
+            return natspy_pause_state(await pause(stream, consumer, rfc3339(until)))
         except nats.js.errors.APIError as exc:
             raise natspy_api_error("pause_consumer", exc) from None
 
@@ -80,7 +83,8 @@ async def natspy_resume_consumer(session: NatsPySession, stream: str, consumer: 
     assert session.nc is not None
     with natspy_failures("resume_consumer"):
         try:
-            return natspy_pause_state(await session.nc.jsm().resume_consumer(stream, consumer))
+            resume = release_call(session.nc.jsm(), "resume_consumer")
+            return natspy_pause_state(await resume(stream, consumer))
         except nats.js.errors.APIError as exc:
             raise natspy_api_error("resume_consumer", exc) from None
 
@@ -98,9 +102,9 @@ async def natspy_group_fetch(
     version = metadata.version("nats-py")
     raise Unsupported(
         "unsupported",
-        f"nats-py {version} has no priority groups: PullSubscription.fetch(batch, timeout, heartbeat) takes no group, "
-        "pin id or min_pending, and api.ConsumerConfig has no priority_groups/priority_policy (nats/js/client.py, "
-        "nats/js/api.py)",
+        f"nats-py {version} has no priority groups: {call_shape(JetStreamContext.PullSubscription.fetch)} takes no "
+        "group, pin id or min_pending, and api.ConsumerConfig has no priority_groups/priority_policy "
+        "(nats/js/client.py, nats/js/api.py)",
     )
 
 

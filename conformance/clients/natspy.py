@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import datetime as dt
 import functools
 import inspect
 import time
@@ -15,7 +17,7 @@ import nats.js.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import api
-from nats.js.object_store import ObjectStore as PyObjectStore
+from nats.js.client import JetStreamContext
 
 from jetcheck.fixtures.target import Credentials, Target
 
@@ -35,6 +37,7 @@ from .base import (
     KeyNotFound,
     KvEntry,
     KvStatus,
+    NotInRelease,
     ObjectExists,
     ObjectInfo,
     ObjectNotFound,
@@ -46,6 +49,7 @@ from .base import (
 
 # nats.js.client.JetStreamContext.subscribe: an ordered consumer gets idle_heartbeat 5 s unless one is given.
 DOCUMENTED = Documented(
+    of_release="2.16.0",
     ordered_idle_heartbeat_s=5.0,
     missed_heartbeats="",  # nats-py has no missed-heartbeat error or warning
     heartbeat_behaviour=(
@@ -102,9 +106,18 @@ def start_config(start: StartPolicy | None, **config) -> api.ConsumerConfig:
     return api.ConsumerConfig(
         deliver_policy=api.DeliverPolicy(start.deliver_policy),
         opt_start_seq=start.seq,
-        opt_start_time=start.time,
+        opt_start_time=start_time(start.time),
         **config,
     )
+
+
+def start_time(when: dt.datetime | None) -> dt.datetime | str | None:
+    """What the installed release's ConsumerConfig.opt_start_time takes: a datetime from 2.14.0 on; before, the
+    RFC 3339 text it sends as it is (typed Optional[int] there, but the server reads a time)."""
+    takes = {f.name: str(f.type) for f in dataclasses.fields(api.ConsumerConfig)}.get("opt_start_time", "")
+    if when is None or "datetime" in takes:
+        return when
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class NatsPySubscription:
@@ -186,6 +199,11 @@ class NatsPySession:
     async def subscribe(self, stream: str, subject: str, **options) -> NatsPySubscription:
         """nats-py's JetStream push subscription (js.subscribe with `options`), delivering into its inbox."""
         holder = NatsPySubscription(None)
+        if "inactive_threshold" not in inspect.signature(self.js.subscribe).parameters:
+            threshold = options.pop("inactive_threshold", None)  # before 2.7: a ConsumerConfig field only
+            if threshold is not None:
+                config = options.get("config") or api.ConsumerConfig()
+                options["config"] = dataclasses.replace(config, inactive_threshold=threshold)
         holder.sub = await self.js.subscribe(subject, stream=stream, cb=holder.on_msg, **options)
         self.subscriptions.append(holder)
         return holder
@@ -193,10 +211,14 @@ class NatsPySession:
     async def fetch(
         self, stream: str, consumer: str, *, batch: int, expires: float, idle_heartbeat: float | None
     ) -> FetchOutcome:
+        heartbeat = {}
+        if idle_heartbeat is not None:
+            release_option(JetStreamContext.PullSubscription.fetch, "heartbeat")
+            heartbeat["heartbeat"] = idle_heartbeat
         sub = await self.js.pull_subscribe_bind(consumer, stream=stream)  # it asks for idle_heartbeat as given
         started = time.monotonic()
         try:
-            msgs = await sub.fetch(batch, timeout=expires, heartbeat=idle_heartbeat)
+            msgs = await sub.fetch(batch, timeout=expires, **heartbeat)
             return FetchOutcome([delivery(m) for m in msgs], None, time.monotonic() - started, idle_heartbeat)
         except (nats.errors.TimeoutError, nats.js.errors.APIError) as exc:
             event = ClientEvent(ERROR, f"{type(exc).__name__}: {exc}", asyncio.get_running_loop().time())
@@ -205,7 +227,7 @@ class NatsPySession:
             await sub.unsubscribe()
 
     async def object_store(self, bucket: str) -> NatsPyObjectStore:
-        return NatsPyObjectStore(await self.js.create_object_store(bucket), self)
+        return NatsPyObjectStore(await release_call(self.js, "create_object_store")(bucket), self)
 
     async def ping(self, timeout: float) -> None:
         """Return once the connection made a round trip to the server (nats-py's flush)."""
@@ -256,7 +278,7 @@ def natspy_failures(op: str):
     The adapter's errors pass as they are; no answer (a timeout, a lost connection) stays Indeterminate."""
     try:
         yield
-    except ClientError:
+    except (ClientError, NotInRelease):
         raise
     except NO_ANSWER as exc:
         raise Indeterminate("timeout", f"{op}: {type(exc).__name__}: {exc}") from None
@@ -287,12 +309,22 @@ def kv_entry(entry) -> KvEntry:
     return KvEntry(entry.bucket, entry.key, entry.value or b"", entry.revision, entry.operation or KV_PUT)
 
 
+RELAY_WAIT_S = 60.0
+
+
 def natspy_watch(watcher, convert: Callable, session: NatsPySession) -> Watch:
     """nats-py's watcher (on `session`) as the adapter's Watch: a task hands each update over as nats-py yields it
     (its None, the end-of-initial-data signal, too) until stop() ends the watcher."""
 
     async def relay() -> None:
-        async for update in watcher:
+        # updates(), the call every nats-py release has: iterating a watcher ended at None before 2.14.0
+        while True:
+            try:
+                update = await watcher.updates(timeout=RELAY_WAIT_S)
+            except nats.errors.TimeoutError:
+                continue  # nothing yet: the check decides how long is too long
+            if type(update).__name__ == "StopIterSentinel":  # 2.14.0+: the watcher was stopped
+                return
             watch.inbox.put(None if update is None else convert(update))
 
     async def stop() -> None:
@@ -311,6 +343,37 @@ def natspy_lacks(call, option: str, version: str) -> None:
     """Unsupported when nats-py's `call` takes no `option` argument (it would raise TypeError)."""
     if option not in inspect.signature(call).parameters:
         raise Unsupported("unsupported", f"nats-py {version}'s {call.__qualname__} has no {option} option")
+
+
+def call_shape(call) -> str:
+    """`call` as the installed release has it: its name and parameters, e.g. JetStreamContext.publish(subject, ...)."""
+    names = [name for name in inspect.signature(call).parameters if name != "self"]
+    return f"{call.__qualname__}({', '.join(names)})"
+
+
+def not_in_release(what: str) -> NotInRelease:
+    return NotInRelease(f"not in nats-py {metadata.version('nats-py')}: {what}")
+
+
+def release_call(owner, name: str):
+    """`owner.name`, an API of later nats-py releases that this adapter uses; NotInRelease when the installed
+    release lacks it."""
+    found = getattr(owner, name, None)
+    if found is None:
+        raise not_in_release(f"{type(owner).__qualname__}.{name}")
+    return found
+
+
+def release_option(call, option: str) -> None:
+    """NotInRelease when the installed release's `call` takes no `option` (later releases do)."""
+    if option not in inspect.signature(call).parameters:
+        raise not_in_release(f"{call.__qualname__}({option}=)")
+
+
+def release_field(config: type, field: str) -> None:
+    """NotInRelease when the installed release's config dataclass `config` has no `field` (later releases do)."""
+    if field not in {f.name for f in dataclasses.fields(config)}:
+        raise not_in_release(f"{config.__qualname__}.{field}")
 
 
 @failures_in_words
@@ -396,6 +459,7 @@ async def natspy_kv_create(
 ) -> NatsPyKeyValue:
     options = {k: v for k, v in (("history", history), ("ttl", ttl)) if v is not None}
     if limit_marker_ttl is not None:  # nats-py's KeyValueConfig.limit_marker_ttl (seconds)
+        release_field(api.KeyValueConfig, "limit_marker_ttl")
         options["limit_marker_ttl"] = limit_marker_ttl
     with kv_errors("kv_create"):
         return NatsPyKeyValue(await session.js.create_key_value(bucket=bucket, **options), session)
@@ -478,7 +542,7 @@ def not_found_as_adapter_error():
 
 @failures_in_words
 class NatsPyObjectStore:
-    def __init__(self, store: PyObjectStore, session: NatsPySession) -> None:
+    def __init__(self, store, session: NatsPySession) -> None:  # nats/js/object_store.py ObjectStore
         self.store = store
         self.session = session
 
@@ -517,10 +581,11 @@ class NatsPyObjectStore:
     async def watch(
         self, *, include_history: bool = False, updates_only: bool = False, ignore_deletes: bool = False
     ) -> Watch:
-        watcher = await self.store.watch(
-            include_history=include_history, updates_only=updates_only, ignore_deletes=ignore_deletes
-        )
-        return natspy_watch(watcher, object_info, self.session)
+        options = {"include_history": include_history, "ignore_deletes": ignore_deletes}
+        if updates_only:
+            release_option(self.store.watch, "updates_only")
+            options["updates_only"] = True
+        return natspy_watch(await self.store.watch(**options), object_info, self.session)
 
     async def seal(self) -> None:
         await self.store.seal()
@@ -569,8 +634,8 @@ NatsPySession.consumer_add = natspy_consumer_add
 async def natspy_publish_retrying(session: NatsPySession, subject: str, payload: bytes, **retry) -> dict:
     raise Unsupported(
         "unsupported",
-        f"nats-py {metadata.version('nats-py')}'s JetStreamContext.publish(subject, payload, timeout, stream, headers, "
-        "msg_ttl) has no retries: no responders raises NoStreamResponseError at once (nats/js/client.py)",
+        f"nats-py {metadata.version('nats-py')}'s {call_shape(session.js.publish)} has no retries: no responders "
+        "raises NoStreamResponseError at once (nats/js/client.py)",
     )
 
 
