@@ -46,6 +46,7 @@ from .base import (
     KvEntry,
     KvStatus,
     NoStreamResponse,
+    NotInRelease,
     ObjectExists,
     ObjectInfo,
     ObjectNotFound,
@@ -56,6 +57,7 @@ from .base import (
 )
 
 PROTOCOL = 3  # v3: watches (kv_watch, obj_watch)
+NOT_IN_RELEASE = "not_in_release"  # an error kind: the client's release lacks the API the op needs (PROTOCOL.md)
 REQUEST_TIMEOUT_S = 30.0  # an answer the driver owes (a fetch gets its own expiry on top)
 HELLO_TIMEOUT_S = 30.0  # node's first start on a loaded machine
 CLOCK_SAMPLES = 5  # hello round trips after the first, to map the driver's clock onto ours
@@ -77,8 +79,10 @@ class DriverConnectionError(Indeterminate, ConnectionError):
     """The client could not reach the server."""
 
 
-def error_for(op: str, error: dict) -> ClientError:
+def error_for(op: str, error: dict) -> ClientError | NotInRelease:
     kind = error.get("kind", "other")
+    if kind == NOT_IN_RELEASE:  # the driver's message names the release and what it lacks
+        return NotInRelease(error.get("message", "") or f"{op}: not in this release of the client")
     message = f"{op}: {kind}: {error.get('message', '')}"
     cls = {
         "unsupported": Unsupported,

@@ -95,6 +95,10 @@ def handle(request: dict) -> None:
         ok(request)
     elif op in ("stop", "close", "kv_create", "obj_create"):
         ok(request)
+    elif op == "pause_newer":  # an op the fake client's release lacks (later releases have it)
+        said = "not in fake 0.1.0: Consumer.pause"
+        error = {"kind": "not_in_release", "message": said, "code": None, "err_code": None}
+        send({"id": request["id"], "ok": False, "error": error})
     elif op == "crash":
         sys.stderr.write("fake driver: boom\n")
         sys.stderr.flush()

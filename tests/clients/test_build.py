@@ -53,13 +53,14 @@ def test_pinned_versions_come_from_the_lockfile_and_go_mod(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "value", ["nats.js", "nats.js@3.4.0", "nats.go", "nats.go@v1.48.0", "nats.js+duplicate-delivery"]
+    "value",
+    ["nats.js", "nats.js@3.4.0", "nats.go", "nats.go@v1.48.0", "nats.js+duplicate-delivery", "nats-py@2.2.0"],
 )
-def test_the_client_option_accepts_driven_clients_with_a_version(value):
+def test_the_client_option_accepts_clients_with_a_version(value):
     assert resolve(cli={"client": value}, env={}).client == value
 
 
-@pytest.mark.parametrize("value", ["nats.js@latest", "nats.go@1.48", "nats-py@2.16.0", "nats.rs"])
+@pytest.mark.parametrize("value", ["nats.js@latest", "nats.go@1.48", "nats-py@2.16", "nats-py@v2.2.0", "nats.rs"])
 def test_the_client_option_refuses_other_spellings(value):
     with pytest.raises(ConfigError, match=r"expected one of nats-py, nats\.js, nats\.go"):
         resolve(cli={"client": value}, env={})

@@ -15,7 +15,9 @@ from jetcheck.conformance.clients.base import (
     ERROR,
     MISSED_HEARTBEAT,
     RESET,
+    ClientError,
     Documented,
+    NotInRelease,
     ObjectInfo,
     Unsupported,
     connected,
@@ -175,6 +177,15 @@ async def test_an_unknown_op_is_unsupported(adapter):
     adapter.process()
     with pytest.raises(Unsupported, match="no op kv_put"):
         await adapter.process().request("kv_put")
+
+
+@pytest.mark.asyncio
+async def test_an_op_the_release_lacks_is_not_in_release(adapter):
+    """A driver answering `not_in_release` raises NotInRelease with its words (the check becomes na), not a
+    ClientError a check could take for the client's refusal."""
+    with pytest.raises(NotInRelease, match=r"^not in fake 0\.1\.0: Consumer\.pause$") as raised:
+        await adapter.process().request("pause_newer")
+    assert not isinstance(raised.value, ClientError)
 
 
 @pytest.mark.asyncio
