@@ -10,7 +10,9 @@ A release that cannot be certified (its driver does not build, its certify did n
 with what went wrong, and is not cached.
 
 A status that changes and changes back between two releases that agree is not seen: an interval whose two ends give
-a rule the same status is taken as unchanged for it (git bisect assumes the same).
+a rule the same status is taken as unchanged for it (git bisect assumes the same). A change found is looked at once
+more: both its releases are certified a second time, and two certifies of one release that disagree make its status
+`unstable` (a client's race, or a flaky check), not a change between releases.
 """
 
 from __future__ import annotations
