@@ -18,7 +18,6 @@ more: both its releases are certified a second time, and two certifies of one re
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import subprocess
 import sys
@@ -28,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jetcheck.conformance.catalog import Rule, load_catalog
-from jetcheck.conformance.clients.build import cache_root
+from jetcheck.conformance.clients.build import cache_root, source_digest
 from jetcheck.errors import ConfigError
 from jetcheck.fixtures import children
 from jetcheck.options import add_command
@@ -93,20 +92,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 # --- releases ----------------------------------------------------------------------------------------------------
 
 
-def _fetch_json(url: str) -> object:
+def _fetch(url: str) -> bytes:
     try:
         with urllib.request.urlopen(url, timeout=REGISTRY_TIMEOUT_S) as response:
-            return json.load(response)
-    except (OSError, ValueError) as exc:
+            return response.read()
+    except OSError as exc:
+        raise ConfigError(f"could not list releases from {url}: {exc}") from None
+
+
+def _fetch_json(url: str) -> object:
+    try:
+        return json.loads(_fetch(url))
+    except ValueError as exc:
         raise ConfigError(f"could not list releases from {url}: {exc}") from None
 
 
 def _fetch_lines(url: str) -> list[str]:
-    try:
-        with urllib.request.urlopen(url, timeout=REGISTRY_TIMEOUT_S) as response:
-            return response.read().decode().split()
-    except OSError as exc:
-        raise ConfigError(f"could not list releases from {url}: {exc}") from None
+    return _fetch(url).decode().split()
 
 
 def _natspy_releases() -> list[Release]:
@@ -194,11 +196,7 @@ def _seen(statuses: Mapping[str, Seen], rule: str) -> Seen:
 
 def suite_digest() -> str:
     """A short digest of the suite's sources (checks, catalog, adapters, drivers): what makes a cached status stale."""
-    digest = hashlib.sha256()
-    for path in sorted(SUITE.rglob("*")):
-        if path.suffix in SUITE_FILES and path.is_file() and "node_modules" not in path.parts:
-            digest.update(str(path.relative_to(SUITE)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:12]
+    return source_digest(SUITE, SUITE_FILES)
 
 
 def bisect_cache() -> Path:

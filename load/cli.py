@@ -40,7 +40,7 @@ from jetcheck.records import LOAD_FILE
 from jetcheck.redact import redact_url
 
 from . import runfile, summary
-from .driven import check_driven_scenario, is_driven, prepare_driver
+from .driven import check_driven_scenario, is_driven, prepare_driver, split_client
 from .monitor import default_monitor_url, reachable
 from .scenarios import LoadSettings, scenario, setup, teardown
 
@@ -68,13 +68,11 @@ def _validate(args) -> float:
     args.scenario = spec.name  # an alias (publish) runs as the scenario it names
     if is_driven(args.client):
         check_driven_scenario(args.client, spec.name)
-    elif "@" in args.client.split("+")[0]:  # load runs in this process: nats-py is the release installed here
-        release = args.client.split("+")[0].partition("@")[2]
-        if release != metadata.version("nats-py"):
-            raise ConfigError(
-                f"load runs nats-py {metadata.version('nats-py')}, the release installed with jetcheck, not {release} "
-                f"(`jetcheck certify --client nats-py@{release}` certifies that one)"
-            )
+    elif (release := split_client(args.client.split("+")[0])[1]) and release != metadata.version("nats-py"):
+        raise ConfigError(
+            f"load runs nats-py {metadata.version('nats-py')}, the release installed with jetcheck, not {release} "
+            f"(`jetcheck certify --client nats-py@{release}` certifies that one)"
+        )
     if args.rate and args.max:  # on the command line argparse says so; here a variable gave one of them
         raise ConfigError("--rate and --max exclude each other: give one (open or closed loop)")
     if args.rate and not spec.paced:

@@ -138,11 +138,14 @@ def _run(command: list[str], cwd: Path, what: str, env: dict[str, str] | None = 
 BUILD_OUTPUTS = ("node_modules", "driver", ".gitignore")  # what a build makes, or a checkout may hold: not sources
 
 
-def source_digest(source: Path) -> str:
-    """A short digest of the driver's source files (names and contents), which keys its builds."""
+def source_digest(source: Path, suffixes: tuple[str, ...] | None = None) -> str:
+    """A short digest of the driver's source files (names and contents), which keys its builds; with `suffixes`,
+    of the files with those suffixes only (a tree that also holds caches such as __pycache__)."""
     digest = hashlib.sha256()
     for path in sorted(source.rglob("*")):
         relative = path.relative_to(source)
+        if suffixes is not None and path.suffix not in suffixes:
+            continue
         if path.is_file() and not set(relative.parts) & set(BUILD_OUTPUTS):
             digest.update(str(relative).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:12]
