@@ -338,6 +338,10 @@ def _na_reason(rule: Rule, item: pytest.Item, run: RunRecord) -> str:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
+    if report.failed and call.excinfo is not None and call.excinfo.errisinstance(NotInRelease):
+        # the release lacks the call: the check is na, so pytest's own summary says skipped, not failed
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0, f"{NA_PREFIX}{call.excinfo.value}")
     if RULE in item.stash:
         reports = item.stash.setdefault(REPORTS, {})
         reports[report.when] = (report, call.excinfo)

@@ -22,6 +22,7 @@ import pandas as pd
 
 from jetcheck.records import STATUSES
 from jetcheck.reports import charts
+from jetcheck.reports.client_releases import client_release_grids
 from jetcheck.reports.compare import Comparison
 from jetcheck.reports.conformance_report import FAILED, ConformanceTables, redact_text
 from jetcheck.reports.load_report import LoadTables
@@ -640,6 +641,7 @@ def document(content: ReportContent) -> dict[str, Any]:
         "failures": _failures(content, several),
         "not_applicable": _not_applicable(content, several),
         "clients": _clients(content) if has_results else [],
+        "client_grids": client_release_grids(conformance.results) if has_results else [],
         "matrix": frame_table("matrix", conformance.matrix, {"id": "rule"})
         if len(conformance.matrix.columns) > 4
         else None,

@@ -154,7 +154,8 @@ async def test_bucket_is_a_kv_stream_on_its_subjects(client, target, nc, bucket)
         "allow_rollup_hdrs": True,
         "deny_delete": True,
     }
-    assert got == expected, f"{who(client)} made a bucket stream that differs from ADR-8: {got}"
+    differs = ", ".join(f"{k} {got[k]!r} (ADR-8: {v!r})" for k, v in expected.items() if got[k] != v)
+    assert got == expected, f"{who(client)} made a bucket stream that differs from ADR-8: {differs}"
 
 
 @pytest.mark.rule("kv.bucket-allow-direct")

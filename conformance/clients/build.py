@@ -251,11 +251,102 @@ def go_driver(version: str = "", cache: Path | None = None, source: Path = SOURC
     def build(staging: Path) -> None:
         what = f"building the nats.go driver for nats.go {version}"
         if version != pinned:
+            _release_only(staging / "go.mod")
             _run([go, "get", f"{GO_MODULE}@{version}"], staging, what, env)
-        _run([go, "build", "-o", "driver", "."], staging, what, env)
+        _go_build_release(go, env, staging, what)
 
     built = _built((cache or cache_root()) / "nats.go" / version, source, build)
     return [str(built / "driver")]
+
+
+def _release_only(go_mod: Path) -> None:
+    """go.mod without its other requirements, so `go get` takes the ones the nats.go release itself asks for (not
+    `go mod tidy`, which moves nats.go up again to satisfy the tests of its other packages)."""
+    kept = [line for line in go_mod.read_text(encoding="utf-8").splitlines() if re.match(r"(module|go)\s", line)]
+    go_mod.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    go_mod.with_name("go.sum").unlink(missing_ok=True)
+
+
+# The Go driver's files marked `//jetcheck:feature <name>` (and `//jetcheck:ops ...`) may be left out of a build for a
+# nats.go release lacking the API they call: drivers/go/release.go.
+_FEATURE = re.compile(r"^//jetcheck:feature (\S+)", re.MULTILINE)
+_OPS = re.compile(r"^//jetcheck:ops (.+)$", re.MULTILINE)
+_COMPILE_ERROR = re.compile(r"^\./([\w.-]+\.go):\d+:\d+: (.+)$", re.MULTILINE)
+# What the compiler says a release lacks: undefined: jetstream.X / x.Y undefined (type jetstream.T has no field or
+# method Y) / unknown field F in struct literal of type jetstream.T
+_LACKS = (
+    (re.compile(r"^undefined: ((?:jetstream|nats)\.\w+)"), "{0}"),
+    (re.compile(r"^\S+\.(\w+) undefined \(type \*?((?:jetstream|nats)\.\w+) has no field or method"), "{1}.{0}"),
+    (re.compile(r"^unknown field (\w+) in struct literal of type ((?:jetstream|nats)\.\w+)"), "{1}.{0}"),
+)
+_LOCAL_UNDEFINED = re.compile(r"^undefined: (\w+)$")
+MAX_PRUNING_ROUNDS = 20
+LACKS_NAMED = 3  # an na reason names the first few missing API names the compiler met
+
+
+def _go_build_release(go: str, env: dict[str, str], staging: Path, what: str) -> None:
+    """`go build` the driver, leaving out each feature file the release cannot compile: it is replaced by a file
+    registering its ops as not in the release, with what the compiler said is missing (the answer's na reason)."""
+    left_out: dict[str, tuple[str, str]] = {}  # file name -> (its source, what it lacks)
+    command = [go, "build", "-gcflags=-e", "-o", "driver", "."]  # -e: every error, not the first ten
+    for _ in range(MAX_PRUNING_ROUNDS):
+        try:
+            ran = subprocess.run(command, cwd=staging, env=env, text=True, capture_output=True, timeout=BUILD_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise ConfigError(f"{what}: `go build` took more than {BUILD_TIMEOUT_S} s") from None
+        if ran.returncode == 0:
+            return
+        errors: dict[str, list[str]] = {}
+        for name, message in _COMPILE_ERROR.findall(ran.stderr):
+            errors.setdefault(name, []).append(message)
+        if not errors:
+            _run(command, staging, what, env)  # not a compile error: say what go said
+        sources = {name: (staging / name).read_text(encoding="utf-8") for name in errors}
+        core = [name for name in errors if not _FEATURE.search(sources[name])]
+        if core:
+            raise ConfigError(f"{what}: the driver's core does not compile: {core[0]}: {errors[core[0]][0]}")
+        for name, messages in errors.items():
+            lacks = _lacks(messages, left_out)
+            feature = _FEATURE.search(sources[name]).group(1)
+            ops = " ".join(_OPS.findall(sources[name])).split()
+            (staging / name).unlink()
+            left_out[name] = (sources[name], lacks)
+            args = ", ".join(json.dumps(arg) for arg in (feature, lacks, *ops))
+            (staging / f"zz_absent_{name}").write_text(
+                f"// Written by jetcheck's build: {name} left out, the nats.go release lacks {lacks}.\n\n"
+                f"package main\n\nfunc init() {{ notInRelease({args}) }}\n",
+                encoding="utf-8",
+            )
+    raise ConfigError(f"{what}: still failing after leaving out {', '.join(left_out)}")
+
+
+def _lacks(messages: list[str], left_out: dict[str, tuple[str, str]]) -> str:
+    """What a file's compile errors say the release lacks: its API names, else (a file needing a file left out)
+    what that one lacks, else the compiler's first message."""
+    found: list[str] = []
+    for message in messages:
+        for pattern, shape in _LACKS:
+            if match := pattern.match(message):
+                found.append(shape.format(*match.groups()))
+                break
+        else:
+            if (local := _LOCAL_UNDEFINED.match(message)) and (via := _declared_in(local.group(1), left_out)):
+                found.append(via)
+    named = sorted(dict.fromkeys(found), key=_telling)
+    if len(named) > LACKS_NAMED:
+        return f"{', '.join(named[:LACKS_NAMED])} and {len(named) - LACKS_NAMED} more"
+    return ", ".join(named) or messages[0]
+
+
+def _telling(name: str) -> int:
+    """Entry points first (JetStream.KeyValue says more than KeyValueStatus), sentinel errors last."""
+    return 0 if ".JetStream." in name else 2 if name.rsplit(".", 1)[-1].startswith("Err") else 1
+
+
+def _declared_in(symbol: str, left_out: dict[str, tuple[str, str]]) -> str:
+    """What the left-out file declaring `symbol` lacks ("" when none does)."""
+    declaration = re.compile(rf"^(?:func|type|var|const)\s+(?:\([^)]*\)\s*)?{re.escape(symbol)}\b", re.MULTILINE)
+    return next((lacks for source, lacks in left_out.values() if declaration.search(source)), "")
 
 
 NATSPY = "nats-py"

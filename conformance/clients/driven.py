@@ -46,6 +46,7 @@ MISBEHAVE_MODES = (
 )
 
 JS_DOCUMENTED = Documented(
+    of_release=js_pinned_version(),  # read from that release's docs and source; older releases are held to them
     # ordered consumers consume() with its defaults: expires 30 s, idle_heartbeat half of it
     ordered_idle_heartbeat_s=15.0,
     missed_heartbeats="a ConsumerEvents.HeartbeatsMissed status (data: the count missed) from consume()'s status() "
@@ -86,6 +87,7 @@ JS_DOCUMENTED = Documented(
 )
 
 GO_DOCUMENTED = Documented(
+    of_release=go_pinned_version().removeprefix("v"),
     # jetstream/pull.go: an ordered consumer's default heartbeat is 5 s (its default expiry is 30 s)
     ordered_idle_heartbeat_s=5.0,
     missed_heartbeats="jetstream.ErrNoHeartbeat, passed to the ConsumeErrHandler of Consume() or returned by "

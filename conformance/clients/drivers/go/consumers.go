@@ -1,3 +1,6 @@
+//jetcheck:feature consumer-actions
+//jetcheck:ops consumer_add
+
 // Consumer create, update and create-or-update (../PROTOCOL.md "consumer_add") over jetstream.JetStream's
 // CreateConsumer, UpdateConsumer and CreateOrUpdateConsumer; the info leaves as the client's ConsumerInfo JSON.
 
@@ -10,9 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-func init() {
-	implementedOps = append(implementedOps, "consumer_add")
-}
+func init() { handles((*driver).consumerAdd, "consumer_add") }
 
 type consumerAddRequest struct {
 	Stream string          `json:"stream"`

@@ -1,4 +1,9 @@
-// v2: KV (ADR-8) through jetstream.KeyValue. See ../PROTOCOL.md, "v2: KV".
+//jetcheck:feature kv
+//jetcheck:ops kv_create kv_put kv_create_key kv_update kv_get kv_delete kv_purge kv_keys kv_history kv_status
+//jetcheck:ops kv_delete_bucket kv_bucket_names
+
+// v2: KV (ADR-8) through jetstream.KeyValue, with ADR-48's TTLs (kvttl.go) and key filters (kvkeys.go) where the
+// release has them. See ../PROTOCOL.md, "v2: KV".
 
 package main
 
@@ -7,17 +12,42 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-var kvOps = []string{
-	"kv_create", "kv_put", "kv_create_key", "kv_update", "kv_get", "kv_delete", "kv_purge", "kv_keys", "kv_history",
-	"kv_status", "kv_delete_bucket", "kv_bucket_names",
+func init() {
+	handles((*driver).kv, "kv_create", "kv_put", "kv_create_key", "kv_update", "kv_get", "kv_delete", "kv_purge",
+		"kv_keys", "kv_history", "kv_status", "kv_delete_bucket", "kv_bucket_names")
+	// misbehave modes for the proofs of the KV rules (PROTOCOL.md, "v2: KV")
+	for _, m := range []string{"kv-ttl-ignored", "kv-markers-as-values", "kv-keys-unfiltered", "kv-buckets-misreport"} {
+		knownModes[m] = true
+	}
 }
 
-func init() { implementedOps = append(implementedOps, kvOps...) }
+// kvTTLCalls are ADR-48's calls (kvttl.go); nil in a release without them.
+type kvTTLCalls struct {
+	limitMarkers func(cfg *jetstream.KeyValueConfig, ttl time.Duration)
+	create       func(ctx context.Context, kv jetstream.KeyValue, key string, value []byte, ttl time.Duration) (uint64, error)
+	purge        func(ctx context.Context, kv jetstream.KeyValue, key string, ttl time.Duration) error
+	markerTTL    func(status jetstream.KeyValueStatus) time.Duration
+}
+
+var (
+	kvTTL *kvTTLCalls
+	// listKeys is ListKeys / ListKeysFiltered (kvkeys.go); nil in a release with only Keys
+	listKeys func(ctx context.Context, kv jetstream.KeyValue, filters []string) ([]string, error)
+)
+
+// ttlAsked is the TTL a request gives, unless kv-ttl-ignored drops it; ok is false when none is to be passed.
+func (d *driver) ttlAsked(ttlS *float64) (ttl time.Duration, ok bool) {
+	if ttlS == nil || d.mode("kv-ttl-ignored") {
+		return 0, false
+	}
+	return seconds(*ttlS), true
+}
 
 const kvTimeout = 20 * time.Second
 
@@ -96,7 +126,12 @@ func (d *driver) kv(req *request) (any, error) {
 		if args.TTLS != nil {
 			cfg.TTL = seconds(*args.TTLS)
 		}
-		d.limitMarkers(&cfg, args)
+		if ttl, ok := d.ttlAsked(args.LimitMarkerTTLS); ok {
+			if kvTTL == nil {
+				return nil, lacking("kv-ttl")
+			}
+			kvTTL.limitMarkers(&cfg, ttl)
+		}
 		_, err := s.js.CreateKeyValue(ctx, cfg)
 		return nil, err
 	}
@@ -124,7 +159,13 @@ func (d *driver) kv(req *request) (any, error) {
 		}
 		return revision(kv.Put(ctx, args.Key, value))
 	case "kv_create_key":
-		return revision(kv.Create(ctx, args.Key, value, d.keyTTL(args)...))
+		if ttl, ok := d.ttlAsked(args.KeyTTLS); ok {
+			if kvTTL == nil {
+				return nil, lacking("kv-ttl")
+			}
+			return revision(kvTTL.create(ctx, kv, args.Key, value, ttl))
+		}
+		return revision(kv.Create(ctx, args.Key, value))
 	case "kv_update":
 		return revision(kv.Update(ctx, args.Key, value, args.Last))
 	case "kv_get":
@@ -136,17 +177,15 @@ func (d *driver) kv(req *request) (any, error) {
 	case "kv_delete":
 		return nil, kv.Delete(ctx, args.Key)
 	case "kv_purge":
-		return nil, kv.Purge(ctx, args.Key, d.purgeTTL(args)...)
+		if ttl, ok := d.ttlAsked(args.KeyTTLS); ok {
+			if kvTTL == nil {
+				return nil, lacking("kv-ttl")
+			}
+			return nil, kvTTL.purge(ctx, kv, args.Key, ttl)
+		}
+		return nil, kv.Purge(ctx, args.Key)
 	case "kv_keys":
-		lister, err := d.listKeys(ctx, kv, args)
-		if err != nil {
-			return nil, err
-		}
-		keys := []string{}
-		for key := range lister.Keys() {
-			keys = append(keys, key)
-		}
-		return map[string]any{"keys": keys}, nil
+		return d.kvKeys(ctx, kv, args)
 	case "kv_status":
 		status, err := kv.Status(ctx)
 		if err != nil {
@@ -154,7 +193,7 @@ func (d *driver) kv(req *request) (any, error) {
 		}
 		return map[string]any{
 			"bucket": status.Bucket(), "values": status.Values(), "history": status.History(),
-			"ttl_s": status.TTL().Seconds(), "limit_marker_ttl_s": status.LimitMarkerTTL().Seconds(),
+			"ttl_s": status.TTL().Seconds(), "limit_marker_ttl_s": limitMarkerTTL(status).Seconds(),
 		}, nil
 	case "kv_history":
 		entries, err := kv.History(ctx, args.Key)
@@ -168,4 +207,102 @@ func (d *driver) kv(req *request) (any, error) {
 		return map[string]any{"entries": records}, nil
 	}
 	return nil, failure("unsupported", "op %q is not implemented by the nats.go driver", req.Op)
+}
+
+// kvKeys lists the bucket's keys: ListKeys/ListKeysFiltered where the release has them, else its Keys, which takes
+// no filters.
+func (d *driver) kvKeys(ctx context.Context, kv jetstream.KeyValue, args kvRequest) (any, error) {
+	filters := args.Filters
+	if d.mode("kv-keys-unfiltered") {
+		filters = nil
+	}
+	var keys []string
+	var err error
+	switch {
+	case listKeys != nil:
+		keys, err = listKeys(ctx, kv, filters)
+	case len(filters) > 0:
+		return nil, lacking("kv-key-lister")
+	default:
+		keys, err = kv.Keys(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if keys == nil {
+		keys = []string{}
+	}
+	return map[string]any{"keys": keys}, nil
+}
+
+// limitMarkerTTL is the bucket's limit marker TTL; a release without limit markers has none.
+func limitMarkerTTL(status jetstream.KeyValueStatus) time.Duration {
+	if kvTTL == nil {
+		return 0
+	}
+	return kvTTL.markerTTL(status)
+}
+
+// markerAsValue answers a get the client refused: as it is, or under kv-markers-as-values with the key's latest
+// message (its delete, purge or limit marker) handed over as a value, as a client that ignores markers would.
+func (d *driver) markerAsValue(ctx context.Context, s *session, args kvRequest, err error) (any, error) {
+	if !d.mode("kv-markers-as-values") {
+		return nil, err
+	}
+	stream, serr := s.js.Stream(ctx, "KV_"+args.Bucket)
+	if serr != nil {
+		return nil, err
+	}
+	msg, merr := stream.GetLastMsgForSubject(ctx, "$KV."+args.Bucket+"."+args.Key)
+	if merr != nil {
+		return nil, err
+	}
+	return map[string]any{"entry": map[string]any{
+		"bucket": args.Bucket, "key": args.Key, "value_b64": "", "revision": msg.Sequence, "operation": "PUT",
+		"created": msg.Time.UTC().Format("2006-01-02T15:04:05.999999999Z07:00"),
+	}}, nil
+}
+
+// kvShown is a watched entry as the driver streams it: kv-markers-as-values reports every marker as a PUT.
+func (d *driver) kvShown(e jetstream.KeyValueEntry) map[string]any {
+	record := kvEntry(e)
+	if d.mode("kv-markers-as-values") {
+		record["operation"] = "PUT"
+	}
+	return record
+}
+
+// kvDeleteBucket is the client's DeleteKeyValue (kv-buckets-misreport: answered without calling it).
+func (d *driver) kvDeleteBucket(ctx context.Context, s *session, args kvRequest) (any, error) {
+	if d.mode("kv-buckets-misreport") {
+		return nil, nil
+	}
+	err := s.js.DeleteKeyValue(ctx, args.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, failure("not_found", "%s", describe(err, namedError{"jetstream.ErrBucketNotFound", jetstream.ErrBucketNotFound}))
+	}
+	return nil, err
+}
+
+// kvBucketNames is the client's KeyValueStoreNames lister, read to its end (kv-buckets-misreport: the streams'
+// names, KV_ prefix and all).
+func (d *driver) kvBucketNames(req *request) (any, error) {
+	s, err := d.session(req.Session)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), kvTimeout)
+	defer cancel()
+	lister := s.js.KeyValueStoreNames(ctx)
+	names := []string{}
+	for name := range lister.Name() {
+		if d.mode("kv-buckets-misreport") && !strings.HasPrefix(name, "KV_") {
+			name = "KV_" + name
+		}
+		names = append(names, name)
+	}
+	if err := lister.Error(); err != nil {
+		return nil, err
+	}
+	return map[string]any{"names": names}, nil
 }

@@ -22,19 +22,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-var loadHandlers = map[string]func(*driver, loadRequest) (any, error){
-	"load_publish": (*driver).loadPublish,
-	"load_consume": (*driver).loadConsume,
-	"load_kv":      (*driver).loadKV,
-	"load_counter": (*driver).loadCounter,
-	"load_batch":   (*driver).loadBatch,
-	"load_stop":    func(_ *driver, args loadRequest) (any, error) { return loadStop(args) },
-}
-
 func init() {
-	for op := range loadHandlers {
-		implementedOps = append(implementedOps, op)
-	}
+	handles(loading((*driver).loadPublish), "load_publish")
+	handles(loading((*driver).loadConsume), "load_consume")
+	handles(loading((*driver).loadCounter), "load_counter")
+	handles(loading((*driver).loadBatch), "load_batch")
+	handles(loading(func(_ *driver, args loadRequest) (any, error) { return loadStop(args) }), "load_stop")
 }
 
 const (
@@ -147,15 +140,15 @@ func batchEvery(ms float64) time.Duration {
 	return loadDefaultBatch
 }
 
-func (d *driver) load(req *request) (any, error) {
-	var args loadRequest
-	if err := json.Unmarshal(req.Raw, &args); err != nil {
-		return nil, failure("invalid", "%s: %v", req.Op, err)
+// loading reads a load op's request for `run`.
+func loading(run func(*driver, loadRequest) (any, error)) opHandler {
+	return func(d *driver, req *request) (any, error) {
+		var args loadRequest
+		if err := json.Unmarshal(req.Raw, &args); err != nil {
+			return nil, failure("invalid", "%s: %v", req.Op, err)
+		}
+		return run(d, args)
 	}
-	if handle, ok := loadHandlers[req.Op]; ok {
-		return handle(d, args)
-	}
-	return nil, failure("unsupported", "op %q is not implemented by the nats.go driver", req.Op)
 }
 
 func (d *driver) loadPublish(args loadRequest) (any, error) {
@@ -309,7 +302,7 @@ func (r *loadRun) publish(intended int64) {
 		r.seq++
 		msg.Header = nats.Header{stampTs: []string{strconv.FormatInt(sent, 10)}, stampSeq: []string{strconv.FormatInt(r.seq, 10)}}
 	}
-	future, err := r.js.PublishMsgAsync(msg)
+	future, err := publishMsgAsync(r.js, msg)
 	if err != nil {
 		<-r.window
 		class, code := loadErrorClass(err)
@@ -317,6 +310,21 @@ func (r *loadRun) publish(intended int64) {
 		return
 	}
 	r.acks <- pendingPublish{intended: intended, sent: sent, future: future}
+}
+
+// publishMsgAsync is the client's PublishMsgAsync, which took a context first before nats.go v1.28.0.
+func publishMsgAsync(js jetstream.JetStream, msg *nats.Msg) (jetstream.PubAckFuture, error) {
+	switch p := any(js).(type) { // any: the two shapes cannot both be JetStream's
+	case interface {
+		PublishMsgAsync(*nats.Msg, ...jetstream.PublishOpt) (jetstream.PubAckFuture, error)
+	}:
+		return p.PublishMsgAsync(msg)
+	case interface {
+		PublishMsgAsync(context.Context, *nats.Msg, ...jetstream.PublishOpt) (jetstream.PubAckFuture, error)
+	}:
+		return p.PublishMsgAsync(context.Background(), msg)
+	}
+	return nil, failure("other", "%T has no PublishMsgAsync of a known shape", js)
 }
 
 // collect waits for each publish's ack in publish order (a stream acks in that order), logs it and frees its slot.
@@ -546,144 +554,5 @@ func (r *consumeRun) finish(at int64) map[string]any {
 	<-r.done
 	return r.last(r.flushed, func() map[string]any {
 		return map[string]any{"ops": r.messages, "fetches": r.fetches, "failed": r.failed}
-	})
-}
-
-// --- kv: put then get of the same key, on a schedule ----------------------------------------------------------------
-
-const (
-	kvRowSlots  = 8 // op, key, intended_ns, sent_ns, done_ns, revision, error, err_code
-	kvOpPut     = 0
-	kvOpGet     = 1
-	kvOpTimeout = 10 * time.Second
-)
-
-type kvRun struct {
-	rowLog
-	kv      jetstream.KeyValue
-	keys    []string
-	payload []byte
-	rate    float64
-
-	schedStop
-	window   chan struct{} // one token per operation in flight (open loop)
-	inflight sync.WaitGroup
-	done     chan struct{} // the schedule has ended and every operation is logged
-	flushed  chan struct{}
-	lastPut  atomic.Int64 // the key whose put was acknowledged last; -1: none yet
-	ops      int64
-	ok       int64
-	overflow int64
-	failed   int64
-}
-
-func (d *driver) loadKV(args loadRequest) (any, error) {
-	if args.Sub == "" || args.Bucket == "" || len(args.Keys) == 0 || args.MaxInflight < 1 || args.Rate < 0 || args.PayloadSize < 0 {
-		return nil, failure("invalid", "load_kv needs sub, bucket, keys, max_inflight >= 1, rate >= 0, payload_size >= 0")
-	}
-	s, err := d.session(args.Session)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), kvOpTimeout)
-	defer cancel()
-	kv, err := s.js.KeyValue(ctx, args.Bucket)
-	if err != nil {
-		return nil, err
-	}
-	run := &kvRun{
-		rowLog: rowLog{d: d, sub: args.Sub, errIndex: map[string]int64{}}, kv: kv, keys: args.Keys,
-		payload: []byte(strings.Repeat("x", args.PayloadSize)), rate: args.Rate, schedStop: newSchedStop(),
-		window: make(chan struct{}, args.MaxInflight), done: make(chan struct{}), flushed: make(chan struct{}),
-	}
-	run.lastPut.Store(-1)
-	if err := register(args.Sub, run); err != nil {
-		return nil, err
-	}
-	started := wallNs()
-	go run.flushEvery(batchEvery(args.BatchMs), run.done, run.flushed)
-	go run.schedule(started)
-	return map[string]any{"started_ns": started}, nil
-}
-
-// schedule runs operation i at its intended time (open loop, at most max_inflight outstanding, the rest logged as
-// Overflow puts) or one after the other (closed loop), as nats-py's KvUser.
-func (r *kvRun) schedule(started int64) {
-	defer close(r.done)
-	defer r.inflight.Wait()
-	if r.rate <= 0 {
-		for index := int64(0); ; index++ {
-			now := wallNs()
-			if now >= r.stopAt.Load() {
-				return
-			}
-			r.one(index, now)
-		}
-	}
-	openLoop(r.rate, started, r.stopAt, r.stopping, func(index, intended, now int64) {
-		select {
-		case r.window <- struct{}{}:
-			r.inflight.Add(1)
-			go func() {
-				defer r.inflight.Done()
-				r.one(index, intended)
-				<-r.window
-			}()
-		default:
-			r.record(kvOpPut, index/2%int64(len(r.keys)), intended, now, now, 0, overflowClass, 0)
-		}
-	})
-}
-
-// one runs operation `index`: even ones put key index/2, odd ones get the key whose put was acknowledged last.
-func (r *kvRun) one(index, intended int64) {
-	op, key := int64(kvOpPut), index/2%int64(len(r.keys))
-	if last := r.lastPut.Load(); index%2 == 1 && last >= 0 {
-		op, key = kvOpGet, last
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), kvOpTimeout)
-	defer cancel()
-	sent := wallNs()
-	var revision uint64
-	var err error
-	if op == kvOpPut {
-		revision, err = r.kv.Put(ctx, r.keys[key], r.payload)
-		if err == nil {
-			r.lastPut.Store(key)
-		}
-	} else {
-		var entry jetstream.KeyValueEntry
-		if entry, err = r.kv.Get(ctx, r.keys[key]); err == nil {
-			revision = entry.Revision()
-		}
-	}
-	class, code := "", int64(0)
-	if err != nil {
-		class, code = loadErrorClass(err)
-	}
-	r.record(op, key, intended, sent, wallNs(), int64(revision), class, code)
-}
-
-func (r *kvRun) record(op, key, intended, sent, done, revision int64, class string, code int64) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.ops++
-	switch class {
-	case "":
-		r.ok++
-	case overflowClass:
-		r.overflow++
-	default:
-		r.failed++
-	}
-	r.rows = append(r.rows, op, key, intended, sent, done, revision, r.errorNo(class), code)
-}
-
-// finish ends the schedule at `at`; the operations in flight end within their own timeout and are logged.
-func (r *kvRun) finish(at int64) map[string]any {
-	r.stop(at)
-	<-r.done
-	return r.last(r.flushed, func() map[string]any {
-		return map[string]any{"ops": r.ops, "ok": r.ok, "overflow": r.overflow, "failed": r.failed}
 	})
 }

@@ -36,10 +36,6 @@ var start = time.Now()
 
 func monoNs() int64 { return time.Since(start).Nanoseconds() }
 
-var implementedOps = []string{
-	"hello", "connect", "close", "ping", "ordered", "push", "consume", "fetch", "stop", "misbehave", "shutdown",
-}
-
 // ---------------------------------------------------------------------------------------------------------------
 // Output
 
@@ -135,11 +131,24 @@ func classify(err error) *apiFailure {
 		return &apiFailure{Kind: "timeout", Message: message}
 	case errors.Is(err, nats.ErrNoServers), errors.Is(err, nats.ErrConnectionClosed),
 		errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired),
-		errors.Is(err, nats.ErrConnectionDraining), errors.Is(err, jetstream.ErrConnectionClosed),
-		errors.Is(err, nats.ErrNoResponders), errors.Is(err, os.ErrNotExist):
+		errors.Is(err, nats.ErrConnectionDraining), errors.Is(err, nats.ErrNoResponders),
+		errors.Is(err, os.ErrNotExist), isAny(err, connectionErrors):
 		return &apiFailure{Kind: "connection", Message: message}
 	}
 	return &apiFailure{Kind: "other", Message: message}
+}
+
+// connectionErrors are the client's errors for a lost connection beside nats.go's own (later releases add some:
+// errors_*.go).
+var connectionErrors []error
+
+func isAny(err error, targets []error) bool {
+	for _, target := range targets {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
 }
 
 // namedError is one of the client's sentinel errors and its name in Go, for details.
@@ -156,12 +165,9 @@ var sentinels = []namedError{
 	{"jetstream.ErrConsumerLeadershipChanged", jetstream.ErrConsumerLeadershipChanged},
 	{"jetstream.ErrOrderedConsumerReset", jetstream.ErrOrderedConsumerReset},
 	{"jetstream.ErrBadRequest", jetstream.ErrBadRequest},
-	{"jetstream.ErrServerShutdown", jetstream.ErrServerShutdown},
-	{"jetstream.ErrConnectionClosed", jetstream.ErrConnectionClosed},
 	{"jetstream.ErrMsgIteratorClosed", jetstream.ErrMsgIteratorClosed},
 	{"jetstream.ErrNoMessages", jetstream.ErrNoMessages},
 	{"jetstream.ErrMaxBytesExceeded", jetstream.ErrMaxBytesExceeded},
-	{"jetstream.ErrPinIDMismatch", jetstream.ErrPinIDMismatch},
 	{"jetstream.ErrStreamNotFound", jetstream.ErrStreamNotFound},
 	{"jetstream.ErrInvalidOption", jetstream.ErrInvalidOption},
 	{"nats.ErrNoResponders", nats.ErrNoResponders},
@@ -231,48 +237,21 @@ func (d *driver) respond(id int64, result any, err error) {
 	d.write(map[string]any{"id": id, "ok": true, "result": result})
 }
 
+func init() {
+	handles(func(d *driver, _ *request) (any, error) { return d.hello(), nil }, "hello")
+	handles((*driver).connect, "connect")
+	handles(func(d *driver, req *request) (any, error) { return d.closeSession(req.Session) }, "close")
+	handles(func(d *driver, req *request) (any, error) { return d.ping(req.Session) }, "ping")
+	handles((*driver).ordered, "ordered")
+	handles((*driver).consume, "consume")
+	handles((*driver).fetch, "fetch")
+	handles(func(d *driver, req *request) (any, error) { return d.stop(req.Sub) }, "stop")
+	handles(func(d *driver, req *request) (any, error) { return d.misbehave(req.Modes) }, "misbehave")
+}
+
 func (d *driver) handle(req *request) (any, error) {
-	switch req.Op {
-	case "hello":
-		return d.hello(), nil
-	case "connect":
-		return d.connect(req)
-	case "close":
-		return d.closeSession(req.Session)
-	case "ping":
-		return d.ping(req.Session)
-	case "ordered":
-		return d.ordered(req)
-	case "push":
-		return d.push(req)
-	case "consume":
-		return d.consume(req)
-	case "fetch":
-		return d.fetch(req)
-	case "stop":
-		return d.stop(req.Sub)
-	case "misbehave":
-		return d.misbehave(req.Modes)
-	case "kv_watch":
-		return d.kvWatch(req)
-	case "publish_retrying":
-		return d.publishRetrying(req)
-	case "consumer_add":
-		return d.consumerAdd(req)
-	case "obj_watch":
-		return d.objWatch(req)
-	}
-	if strings.HasPrefix(req.Op, "js_") { // features.go
-		return d.features(req)
-	}
-	if strings.HasPrefix(req.Op, "load_") {
-		return d.load(req)
-	}
-	if strings.HasPrefix(req.Op, "kv_") {
-		return d.kv(req)
-	}
-	if isObjectOp(req.Op) {
-		return d.objectStore(req)
+	if handler, ok := opHandlers[req.Op]; ok {
+		return handler(d, req)
 	}
 	return nil, failure("unsupported", "op %q is not implemented by the nats.go driver (protocol v%d)", req.Op, protocolVersion)
 }
@@ -300,8 +279,10 @@ func (d *driver) hello() map[string]any {
 		"version":   clientVersion(),
 		"runtime":   runtime.Version(),
 		"mono_ns":   monoNs(),
-		"ops":       implementedOps,
+		"ops":       implementedOps(),
 		"libraries": libraries(),
+		// what this build left out because the nats.go release lacks it (release.go), by feature
+		"not_in_release": notInReleaseFeatures(),
 	}
 }
 
@@ -640,8 +621,12 @@ func (s *subscription) onError(_ jetstream.ConsumeContext, err error) {
 
 // watchClosed streams `terminal` when the client ends the consumption by itself (not through stop/close).
 func (s *subscription) watchClosed(cc jetstream.ConsumeContext) {
+	closed := closedOf(cc)
+	if closed == nil { // consumeclosed.go, left out: this release's ConsumeContext does not say it ended
+		return
+	}
 	select {
-	case <-cc.Closed():
+	case <-closed:
 	case <-s.done:
 		return
 	}
@@ -831,7 +816,7 @@ func (d *driver) ordered(req *request) (any, error) {
 			_ = s.js.DeleteConsumer(ctx, req.Stream, info.Name)
 			cancel()
 		}
-		return nil, err
+		return nil, heartbeatRefused(req.IdleHeartbeatS, err)
 	}
 	if info := cons.CachedInfo(); info != nil {
 		sub.mu.Lock()
@@ -843,111 +828,6 @@ func (d *driver) ordered(req *request) (any, error) {
 	go sub.watchConsumerName(cons)
 	return map[string]any{"effective_idle_heartbeat_s": heartbeat}, nil
 }
-
-func (d *driver) push(req *request) (any, error) {
-	s, err := d.session(req.Session)
-	if err != nil {
-		return nil, err
-	}
-	cfg := jetstream.ConsumerConfig{
-		DeliverSubject: s.nc.NewInbox(),
-		AckPolicy:      jetstream.AckNonePolicy,
-		FilterSubject:  req.Subject,
-	}
-	if req.IdleHeartbeatS != nil {
-		cfg.IdleHeartbeat = seconds(*req.IdleHeartbeatS)
-	}
-	cfg.Durable = req.Durable
-	cfg.DeliverGroup = req.Queue
-	if req.InactiveThresholdS != nil {
-		cfg.InactiveThreshold = seconds(*req.InactiveThresholdS)
-	}
-	var created bool
-	sub, cons, err := subscribed(d, s, req.Sub, false, func(ctx context.Context) (c jetstream.PushConsumer, err error) {
-		c, created, err = pushConsumer(ctx, s.js, req.Stream, cfg)
-		return c, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	info := cons.CachedInfo()
-	var cc jetstream.ConsumeContext
-	if !created && info.Config.DeliverGroup != req.Queue && !d.mode("bind-any-queue") {
-		cc, err = legacyBind(s, req, info.Name, sub)
-	} else {
-		cc, err = cons.Consume(sub.deliver, jetstream.ConsumeErrHandler(sub.onError))
-	}
-	if err != nil {
-		d.forget(sub)
-		return nil, err
-	}
-	sub.mu.Lock()
-	sub.consumer = info.Name
-	sub.mu.Unlock()
-	sub.started(cc)
-	var heartbeat any // push Consume watches the consumer's own idle_heartbeat (2 intervals); null: none
-	if info.Config.IdleHeartbeat > 0 {
-		heartbeat = info.Config.IdleHeartbeat.Seconds()
-	}
-	return map[string]any{"consumer": info.Name, "effective_idle_heartbeat_s": heartbeat}, nil
-}
-
-// pushConsumer binds a durable push consumer that exists as it is (a second queue member must not move its deliver
-// subject), and creates it otherwise (created: true).
-func pushConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig) (jetstream.PushConsumer, bool, error) {
-	if cfg.Durable != "" {
-		cons, err := js.PushConsumer(ctx, stream, cfg.Durable)
-		if !errors.Is(err, jetstream.ErrConsumerNotFound) {
-			return cons, false, err
-		}
-	}
-	cons, err := js.CreateOrUpdatePushConsumer(ctx, stream, cfg)
-	return cons, true, err
-}
-
-// legacyBind subscribes to the existing push consumer `durable` with the queue the application names (none when
-// req.Queue is empty). The jetstream package's Consume always joins the consumer's own deliver_group, so it cannot be
-// asked for another queue; the JetStreamContext API can, and refuses one that does not match (nats.go PR #794).
-func legacyBind(s *session, req *request, durable string, sub *subscription) (jetstream.ConsumeContext, error) {
-	js, err := s.nc.JetStream()
-	if err != nil {
-		return nil, err
-	}
-	handler := func(msg *nats.Msg) { sub.deliverLegacy(msg) }
-	var bound *nats.Subscription
-	if req.Queue == "" {
-		bound, err = js.Subscribe(req.Subject, handler, nats.Bind(req.Stream, durable))
-	} else {
-		bound, err = js.QueueSubscribe(req.Subject, req.Queue, handler, nats.Bind(req.Stream, durable))
-	}
-	if err != nil {
-		if f := classify(err); f.Kind != "other" {
-			return nil, f
-		}
-		return nil, failure("invalid", "%s", describe(err)) // the client's own refusal, before any subscription
-	}
-	return &legacyConsumption{sub: bound, closed: make(chan struct{})}, nil
-}
-
-// legacyConsumption is a JetStreamContext subscription seen as the jetstream package's ConsumeContext.
-type legacyConsumption struct {
-	sub    *nats.Subscription
-	once   sync.Once
-	closed chan struct{}
-}
-
-func (c *legacyConsumption) end(unsubscribe func() error) {
-	c.once.Do(func() {
-		if err := unsubscribe(); err != nil {
-			log.Printf("legacy subscription: %v", err)
-		}
-		close(c.closed)
-	})
-}
-
-func (c *legacyConsumption) Stop()                   { c.end(c.sub.Unsubscribe) }
-func (c *legacyConsumption) Drain()                  { c.end(c.sub.Drain) }
-func (c *legacyConsumption) Closed() <-chan struct{} { return c.closed }
 
 // acking wraps a handler so each message is acknowledged after it was streamed.
 func acking(sub *subscription) jetstream.MessageHandler {
@@ -986,11 +866,26 @@ func (d *driver) consume(req *request) (any, error) {
 	if err != nil {
 		watch.cancel()
 		d.forget(sub)
-		return nil, err
+		return nil, heartbeatRefused(req.IdleHeartbeatS, err)
 	}
 	heartbeat := watch.effective(req.IdleHeartbeatS, consumeDefaultHeartbeat(req.ExpiresS))
 	sub.started(cc)
 	return map[string]any{"effective_idle_heartbeat_s": heartbeat}, nil
+}
+
+// newestMinHeartbeat is the smallest PullHeartbeat the release go.mod pins accepts (jetstream/jetstream_options.go:
+// "idle_heartbeat value must be within 500ms-30s range"); releases before v1.31.0 refuse anything below 1 s.
+const newestMinHeartbeat = 500 * time.Millisecond
+
+// heartbeatRefused is Consume's refusal of the heartbeat asked for as the protocol's answer: a heartbeat the newest
+// release accepts but this one refuses is not in this release (kind not_in_release), not a deviation.
+func heartbeatRefused(asked *float64, err error) error {
+	if asked == nil || seconds(*asked) < newestMinHeartbeat || !errors.Is(err, jetstream.ErrInvalidOption) ||
+		!strings.Contains(err.Error(), "idle_heartbeat") {
+		return err
+	}
+	return failure("not_in_release", "not in nats.go %s: PullHeartbeat(%s), which nats.go from v1.31.0 accepts "+
+		"(this release: %s)", clientVersion(), seconds(*asked), describe(err))
 }
 
 // consumeDefaultHeartbeat is Consume's heartbeat when no PullHeartbeat is given (jetstream/pull.go setDefaults:
@@ -1003,9 +898,9 @@ func consumeDefaultHeartbeat(expiresS *float64) float64 {
 	return min(expires/2, 30*time.Second).Seconds()
 }
 
-// fetchHeartbeat is the heartbeat a Fetch asks for (jetstream/pull.go fetchWithOpts): FetchHeartbeat as given (no
+// fetchHeartbeatAsked is the heartbeat a Fetch asks for (jetstream/pull.go fetchWithOpts): FetchHeartbeat as given (no
 // lower bound, unlike PullHeartbeat), else 5 s for an expiry of 10 s or more and none below.
-func fetchHeartbeat(heartbeatS *float64, expiresS float64) any {
+func fetchHeartbeatAsked(heartbeatS *float64, expiresS float64) any {
 	switch {
 	case heartbeatS != nil:
 		return *heartbeatS
@@ -1031,7 +926,10 @@ func (d *driver) fetch(req *request) (any, error) {
 	}
 	opts := []jetstream.FetchOpt{jetstream.FetchMaxWait(seconds(*req.ExpiresS))}
 	if req.IdleHeartbeatS != nil {
-		opts = append(opts, jetstream.FetchHeartbeat(seconds(*req.IdleHeartbeatS)))
+		if fetchHeartbeat == nil { // fetchheartbeat.go, left out of this release's build
+			return nil, lacking("fetch-heartbeat")
+		}
+		opts = append(opts, fetchHeartbeat(seconds(*req.IdleHeartbeatS)))
 	}
 	began := time.Now()
 	batch, err := cons.Fetch(*req.Batch, opts...)
@@ -1069,7 +967,7 @@ func (d *driver) fetch(req *request) (any, error) {
 	}
 	return map[string]any{
 		"deliveries": deliveries, "error": ending, "took_s": took,
-		"effective_idle_heartbeat_s": fetchHeartbeat(req.IdleHeartbeatS, *req.ExpiresS),
+		"effective_idle_heartbeat_s": fetchHeartbeatAsked(req.IdleHeartbeatS, *req.ExpiresS),
 	}, nil
 }
 

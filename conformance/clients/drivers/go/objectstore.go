@@ -1,3 +1,6 @@
+//jetcheck:feature object-store
+//jetcheck:ops obj_create obj_put obj_get obj_info obj_list obj_delete obj_update_meta obj_add_link obj_seal obj_status
+
 // Object store ops (protocol v2, ../PROTOCOL.md "v2: object store") over jetstream.ObjectStore: obj_create,
 // obj_put, obj_get, obj_info, obj_list, obj_delete. Arguments arrive under "obj"; infos leave as the client's
 // ObjectInfo, whose JSON is ADR-20's.
@@ -20,9 +23,8 @@ import (
 const objectStoreTimeout = 30 * 1e9 // 30 s, as a time.Duration
 
 func init() {
-	implementedOps = append(implementedOps,
-		"obj_create", "obj_put", "obj_get", "obj_info", "obj_list", "obj_delete", "obj_update_meta", "obj_add_link")
-	implementedOps = append(implementedOps, "obj_seal", "obj_status")
+	handles((*driver).objectStore, "obj_create", "obj_put", "obj_get", "obj_info", "obj_list", "obj_delete",
+		"obj_update_meta", "obj_add_link", "obj_seal", "obj_status")
 }
 
 type objectRequest struct {
@@ -162,8 +164,6 @@ func (d *driver) objectStore(req *request) (any, error) {
 	}
 	return nil, failure("unsupported", "op %q is not implemented by the nats.go driver", req.Op)
 }
-
-func isObjectOp(op string) bool { return strings.HasPrefix(op, "obj_") }
 
 // objectStatusJSON is ObjectStoreStatus as the protocol's obj_status answer (ADR-20's fields); `misreport` (a misbehave
 // mode) reports size 0 and no backing store.

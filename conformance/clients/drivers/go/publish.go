@@ -1,3 +1,6 @@
+//jetcheck:feature publish-retry
+//jetcheck:ops publish_retrying
+
 // JetStream publish with retries on no responders (../PROTOCOL.md "publish_retrying", ADR-22) over
 // jetstream.JetStream.Publish with WithRetryAttempts and WithRetryWait.
 
@@ -13,9 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-func init() {
-	implementedOps = append(implementedOps, "publish_retrying")
-}
+func init() { handles((*driver).publishRetrying, "publish_retrying") }
 
 type publishRetryingRequest struct {
 	Subject       string  `json:"subject"`

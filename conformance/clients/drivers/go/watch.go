@@ -1,12 +1,13 @@
-// v3: watch (../PROTOCOL.md "v3: watch"): kv_watch over jetstream.KeyValue.Watch/WatchFiltered/WatchAll and
-// obj_watch over jetstream.ObjectStore.Watch. The watcher's updates are streamed in the order the client's
-// Updates() channel yields them; its nil entry (end of the initial data) becomes a record with a null entry/info.
+//jetcheck:feature watch
+
+// v3: watch (../PROTOCOL.md "v3: watch"), what kv_watch (kvwatch.go) and obj_watch (objwatch.go) share: the
+// client's WatchOpts, the watch's context, and streaming. The watcher's updates are streamed in the order the
+// client's Updates() channel yields them; its nil entry (end of the initial data) becomes a null entry/info.
 
 package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log"
 	"sync"
@@ -14,8 +15,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 )
-
-func init() { implementedOps = append(implementedOps, "kv_watch", "obj_watch") }
 
 type watchOptions struct {
 	IncludeHistory bool `json:"include_history"`
@@ -43,18 +42,6 @@ func (o watchOptions) options() []jetstream.WatchOpt {
 	return opts
 }
 
-type kvWatchRequest struct {
-	watchOptions
-	Bucket string   `json:"bucket"`
-	Keys   []string `json:"keys"`
-}
-
-type objWatchRequest struct {
-	watchOptions
-	Bucket string `json:"bucket"`
-	Sub    string `json:"sub"`
-}
-
 // watchContext lives as long as the watch: the client unsubscribes its watcher when the context given to Watch
 // ends (nats.Context), so only the setup is bounded, by cancelling when it takes longer than apiTimeout.
 type watchContext struct {
@@ -70,79 +57,6 @@ func newWatchContext() *watchContext {
 
 // established reports whether the setup finished in time (the context still lives on for the watch).
 func (w *watchContext) established() bool { return w.timer.Stop() }
-
-func (d *driver) kvWatch(req *request) (any, error) {
-	var args kvWatchRequest
-	if err := json.Unmarshal(req.Raw, &args); err != nil {
-		return nil, failure("invalid", "unreadable kv_watch request: %v", err)
-	}
-	if args.Bucket == "" {
-		return nil, failure("invalid", "kv_watch needs \"bucket\"")
-	}
-	args.MetaOnly = d.metaOnly(args.MetaOnly)
-	s, sub, err := d.sessionSubscription(req.Session, req.Sub)
-	if err != nil {
-		return nil, err
-	}
-	wc := newWatchContext()
-	watcher, err := func() (jetstream.KeyWatcher, error) {
-		kv, err := s.js.KeyValue(wc.ctx, args.Bucket)
-		if err != nil {
-			return nil, err
-		}
-		keys := append([]string(nil), args.Keys...) // WatchFiltered rewrites its slice in place
-		switch len(keys) {
-		case 0:
-			return kv.WatchAll(wc.ctx, args.options()...)
-		case 1:
-			return kv.Watch(wc.ctx, keys[0], args.options()...)
-		}
-		return kv.WatchFiltered(wc.ctx, keys, args.options()...)
-	}()
-	if err = d.watchStarted(sub, wc, watcher, err); err != nil {
-		return nil, err
-	}
-	go streamWatch(sub, watcher.Updates(), "entry", func(e jetstream.KeyValueEntry) any {
-		if e == nil {
-			return nil
-		}
-		return d.kvShown(e)
-	})
-	return nil, nil
-}
-
-func (d *driver) objWatch(req *request) (any, error) {
-	var args objWatchRequest
-	if len(req.Obj) == 0 || json.Unmarshal(req.Obj, &args) != nil || args.Bucket == "" {
-		return nil, failure("invalid", "obj_watch needs \"obj\" with a \"bucket\"")
-	}
-	if args.MetaOnly {
-		return nil, failure("invalid", "obj_watch has no meta_only (the protocol's obj_watch options are "+
-			"include_history, updates_only and ignore_deletes)")
-	}
-	s, sub, err := d.sessionSubscription(req.Session, args.Sub)
-	if err != nil {
-		return nil, err
-	}
-	wc := newWatchContext()
-	watcher, err := func() (jetstream.ObjectWatcher, error) {
-		store, err := s.js.ObjectStore(wc.ctx, args.Bucket)
-		if err != nil {
-			return nil, objectError(err)
-		}
-		return store.Watch(wc.ctx, args.options()...)
-	}()
-	if err = d.watchStarted(sub, wc, watcher, err); err != nil {
-		return nil, err
-	}
-	go streamWatch(sub, watcher.Updates(), "info", func(info *jetstream.ObjectInfo) any {
-		if info == nil {
-			return nil
-		}
-		return info
-	})
-	return nil, nil
-}
 
 // watchStarted finishes a watch's setup: on failure the sub is forgotten and the context ended; on success the
 // sub's stop ends the client's watcher and the context.

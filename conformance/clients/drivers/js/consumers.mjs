@@ -6,12 +6,14 @@
 // "create" for its empty CreateOrUpdate action anyway (lib/jsmconsumer_api.js addUpdate: `opts.action ||
 // ConsumerApiAction.Create`), so create_or_update is `unsupported`.
 
+import { packageVersion } from "./release.mjs";
+
 // misbehave consumer-actions-rotated: a create made with the client's update call, an update with its create call
 const ROTATED = { create: "update", update: "create" };
 const NO_UPSERT =
-  "@nats-io/jetstream 3.4.0 has no create-or-update consumer call: JetStreamManager.consumers offers add() (action " +
-  "create) and update() (action update); ConsumerApiAction is not exported and add() sends an empty action as create " +
-  "(lib/jsmconsumer_api.js)";
+  `@nats-io/jetstream ${packageVersion("@nats-io/jetstream")} has no create-or-update consumer call: ` +
+  "JetStreamManager.consumers offers add() (action create) and update() (action update); ConsumerApiAction is not " +
+  "exported and add() sends an empty action as create (lib/jsmconsumer_api.js)";
 
 export function consumerHandlers({ sessionOf, need, mode, RequestError }) {
   return {

@@ -5,8 +5,6 @@
 // handled concurrently. stderr is a log for people and never carries credentials. See ../PROTOCOL.md.
 
 import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 
 import { loadHandlers } from "./load.mjs";
@@ -17,6 +15,7 @@ import { FEATURE_MODES, featureHandlers } from "./features.mjs";
 import { WATCH_MODES, watchHandlers } from "./watch.mjs";
 import { KV_MORE_MODES, kvMore } from "./kvmore.mjs";
 import { PREFIX_MODES, prefix } from "./prefix.mjs";
+import { NotInRelease, packageVersion } from "./release.mjs";
 
 import {
   AckPolicy,
@@ -76,24 +75,6 @@ function log(text) {
   process.stderr.write(`nats.js driver: ${text}\n`);
 }
 
-function packageVersion(name) {
-  // The exact version installed, from the package's own package.json (found by module resolution, as the
-  // driver's imports are).
-  const require = createRequire(import.meta.url);
-  let dir = dirname(require.resolve(name));
-  for (;;) {
-    try {
-      const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));
-      if (pkg.name === name) return pkg.version;
-    } catch {
-      // no package.json at this level: keep walking up
-    }
-    const parent = dirname(dir);
-    if (parent === dir) return "unknown";
-    dir = parent;
-  }
-}
-
 // ---- output -------------------------------------------------------------------------------------------------
 
 let outputClosed = false;
@@ -118,7 +99,9 @@ function errorRecord(err) {
     return { kind: err.kind, message: err.message, code: null, err_code: null };
   }
   const message = `${err?.constructor?.name ?? "Error"}: ${err?.message ?? String(err)}`;
-  if (err instanceof ObjectStoreError) return { kind: err.kind, message: err.message, code: null, err_code: null };
+  if (err instanceof ObjectStoreError || err instanceof NotInRelease) {
+    return { kind: err.kind, message: err.message, code: null, err_code: null };
+  }
   if (err instanceof JetStreamApiError) {
     return { kind: "api", message, code: err.status ?? null, err_code: err.code ?? null };
   }

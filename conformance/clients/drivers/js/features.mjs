@@ -4,6 +4,8 @@
 
 // js_publish sends no TTL; js_resume asks nothing; js_group_fetch takes a fresh consumer handle for every pull.
 // min-pending-dropped: js_group_fetch pulls without min_pending.
+import { requireDeclared } from "./release.mjs";
+
 export const FEATURE_MODES = ["ttl-dropped", "resume-ignored", "pin-forgotten", "min-pending-dropped"];
 
 function pauseState(answer) {
@@ -19,18 +21,23 @@ export function featureHandlers({ sessionOf, need, mode }) {
       const data = new Uint8Array(Buffer.from(req.data_b64 ?? "", "base64"));
       const options = {};
       // JetStreamPublishOptions.ttl: '"1s" or "1h", etc, or a plain number interpreted as the number of seconds'
-      if (typeof req.ttl_s === "number" && !mode("ttl-dropped")) options.ttl = `${req.ttl_s}s`;
+      if (typeof req.ttl_s === "number" && !mode("ttl-dropped")) {
+        requireDeclared("@nats-io/jetstream", "JetStreamPublishOptions", "ttl");
+        options.ttl = `${req.ttl_s}s`;
+      }
       const ack = await session.js.publish(need(req, "subject", "string"), data, options);
       return { seq: ack.seq, stream: ack.stream };
     },
     async js_pause(req) {
       const jsm = await sessionOf(req).manager();
       const until = new Date(need(req, "until", "string"));
+      requireDeclared("@nats-io/jetstream", "ConsumerAPI", "pause");
       return pauseState(await jsm.consumers.pause(need(req, "stream", "string"), need(req, "consumer", "string"), until));
     },
     async js_resume(req) {
       const jsm = await sessionOf(req).manager();
       if (mode("resume-ignored")) return { paused: false };
+      requireDeclared("@nats-io/jetstream", "ConsumerAPI", "resume");
       return pauseState(await jsm.consumers.resume(need(req, "stream", "string"), need(req, "consumer", "string")));
     },
     async js_group_fetch(req) {
@@ -46,8 +53,12 @@ export function featureHandlers({ sessionOf, need, mode }) {
         session.handles.set(key, consumer);
       }
       const expires = Math.round(need(req, "expires_s", "number") * 1000);
+      requireDeclared("@nats-io/jetstream", "FetchOptions", "group");
       const options = { max_messages: batch, expires, group: need(req, "group", "string") };
-      if (typeof req.min_pending === "number" && !mode("min-pending-dropped")) options.min_pending = req.min_pending;
+      if (typeof req.min_pending === "number" && !mode("min-pending-dropped")) {
+        requireDeclared("@nats-io/jetstream", "FetchOptions", "min_pending");
+        options.min_pending = req.min_pending;
+      }
       const iter = await consumer.fetch(options);
       const notes = [];
       (async () => {

@@ -3,6 +3,8 @@
 
 import { Kvm } from "@nats-io/kv";
 
+import { requireDeclared } from "./release.mjs";
+
 // misbehave modes for the proofs of the rules below (PROTOCOL.md, "v2: KV")
 export const KV_MORE_MODES = ["kv-ttl-ignored", "kv-markers-as-values", "kv-keys-unfiltered", "kv-buckets-misreport"];
 
@@ -14,13 +16,19 @@ const duration = (seconds) => `${seconds}s`;
 export const kvMore = {
   // Kvm.create's markerTTL (ms): allow_msg_ttl and subject_delete_marker_ttl on the bucket's stream
   bucketOptions(req, ms) {
-    return given(req.limit_marker_ttl_s) && !mode("kv-ttl-ignored") ? { markerTTL: ms(req.limit_marker_ttl_s) } : {};
+    if (!given(req.limit_marker_ttl_s) || mode("kv-ttl-ignored")) return {};
+    requireDeclared("@nats-io/kv", "KvOptions", "markerTTL");
+    return { markerTTL: ms(req.limit_marker_ttl_s) };
   },
   keyTtl(req) {
-    return given(req.key_ttl_s) && !mode("kv-ttl-ignored") ? duration(req.key_ttl_s) : undefined;
+    if (!given(req.key_ttl_s) || mode("kv-ttl-ignored")) return undefined;
+    requireDeclared("@nats-io/kv", "KV", /\bcreate\([^)]*,[^)]*,[^)]*\)/, "create(k, data, markerTTL)");
+    return duration(req.key_ttl_s);
   },
   purgeOptions(req) {
-    return given(req.key_ttl_s) && !mode("kv-ttl-ignored") ? { ttl: duration(req.key_ttl_s) } : undefined;
+    if (!given(req.key_ttl_s) || mode("kv-ttl-ignored")) return undefined;
+    requireDeclared("@nats-io/kv", "KvPurgeOptions", "ttl");
+    return { ttl: duration(req.key_ttl_s) };
   },
   // KV.keys(filter?: string | string[])
   filters(req) {

@@ -10,6 +10,8 @@
 import { KvWatchInclude } from "@nats-io/kv";
 import { Objm } from "@nats-io/obj";
 
+import { requireDeclared } from "./release.mjs";
+
 // misbehave mode for the proof of kv.watch-meta-only: meta_only is not passed to the client, so values arrive
 export const WATCH_MODES = ["kv-watch-meta-ignored"];
 
@@ -81,7 +83,10 @@ export function watchHandlers({ sessionOf, need, startSub, forget, kvOf, kvEntry
       const options = { key: keys.length === 1 ? keys[0] : keys, ignoreDeletes: flag(req, "ignore_deletes") };
       if (history) options.include = KvWatchInclude.AllHistory;
       if (updatesOnly) options.include = KvWatchInclude.UpdatesOnly;
-      if (flag(req, "meta_only") && !mode("kv-watch-meta-ignored")) options.headers_only = true;
+      if (flag(req, "meta_only") && !mode("kv-watch-meta-ignored")) {
+        requireDeclared("@nats-io/kv", "KvWatchOptions", "headers_only");
+        options.headers_only = true;
+      }
       const kv = await kvOf(req);
       return startSub(req, session, async (sub) => {
         const iter = await kv.watch(options);
