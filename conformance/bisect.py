@@ -346,12 +346,13 @@ def validate(args: argparse.Namespace) -> list[Rule]:
 
 
 def table(found: list[Change]) -> list[str]:
-    lines = ["rule | last release with the old status | first release with the new status | what the new one said"]
+    lines = ["rule | last release with the old status | first release with the new status | what the checks said"]
     for change in found:
+        said = [f"{release.version}: {seen.message}" for release, seen in ((change.after, change.now),
+                (change.before, change.was)) if seen.message]  # fmt: skip
         lines.append(
             f"{change.rule} | {change.before.version} ({change.before.date}): {change.was.status} | "
-            f"{change.after.version} ({change.after.date}): {change.now.status} | "
-            f"{change.now.message or change.was.message}"
+            f"{change.after.version} ({change.after.date}): {change.now.status} | {'; '.join(said) or '-'}"
         )
     return lines
 
