@@ -1,0 +1,345 @@
+//! Load: an open- or closed-loop publisher for `jetcheck load --client async-nats` (PROTOCOL.md "Load").
+//!
+//! The schedule, the async publishes and the ack collection all run here; jetcheck only starts and stops a run and
+//! receives every operation's times in batches (one record per batch_ms), so neither the pipe nor Python paces it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_nats::jetstream::context::PublishAckFuture;
+use async_nats::jetstream::message::PublishMessage;
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
+
+use crate::out::wall_ns;
+use crate::{b64, f64_arg, i64_arg, str_arg, unsupported_op, Driver, Fail, OpResult};
+
+pub const OPS: &[&str] = &["load_publish", "load_stop"];
+
+const DEFAULT_BATCH: Duration = Duration::from_millis(50);
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+const NEVER: i64 = 1 << 62;
+const OVERFLOW: &str = "Overflow";
+const UNACKED: &str = "Unacknowledged";
+
+/// A run's rows (six int64s per operation) and error classes until the next flush, and its counts.
+#[derive(Default)]
+struct RowLog {
+    rows: Vec<i64>,
+    errors: Vec<String>,
+    index: HashMap<String, i64>,
+    ops: i64,
+    acked: i64,
+    overflow: i64,
+    failed: i64,
+}
+
+impl RowLog {
+    fn error_no(&mut self, class: &str) -> i64 {
+        if class.is_empty() {
+            return 0;
+        }
+        if let Some(i) = self.index.get(class) {
+            return *i;
+        }
+        self.errors.push(class.to_string());
+        let i = self.errors.len() as i64;
+        self.index.insert(class.to_string(), i);
+        i
+    }
+}
+
+pub struct PublishRun {
+    d: Arc<Driver>,
+    sub: String,
+    log: Mutex<RowLog>,
+    stop_at: AtomicI64,
+    stopping: watch::Sender<bool>,
+    drained: watch::Sender<bool>,
+    collected: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    flusher: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+pub type Run = Arc<PublishRun>;
+
+struct Pending {
+    intended: i64,
+    sent: i64,
+    future: PublishAckFuture,
+    _permit: OwnedSemaphorePermit,
+}
+
+pub async fn handle(d: &Arc<Driver>, op: &str, req: &Value) -> OpResult {
+    match op {
+        "load_publish" => load_publish(d, req).await,
+        "load_stop" => load_stop(d, req).await,
+        _ => Err(unsupported_op(op)),
+    }
+}
+
+async fn load_publish(d: &Arc<Driver>, req: &Value) -> OpResult {
+    let sub = str_arg(req, "sub").to_string();
+    let subject = str_arg(req, "subject").to_string();
+    let max_inflight = i64_arg(req, "max_inflight").unwrap_or(0);
+    let rate = f64_arg(req, "rate").unwrap_or(0.0);
+    let size = i64_arg(req, "payload_size").unwrap_or(0);
+    if sub.is_empty() || subject.is_empty() || max_inflight < 1 || rate < 0.0 || size < 0 {
+        return Err(Fail::new(
+            "invalid",
+            "load_publish needs sub, subject, max_inflight >= 1, rate >= 0, payload_size >= 0",
+        ));
+    }
+    let s = d.session(str_arg(req, "session"))?;
+    let js = s.js.clone();
+    let stamp = req.get("stamp").and_then(Value::as_bool).unwrap_or(false);
+    let every = f64_arg(req, "batch_ms")
+        .filter(|ms| *ms > 0.0)
+        .map(|ms| Duration::from_secs_f64(ms / 1000.0));
+    let payload = bytes::Bytes::from(vec![b'x'; size as usize]);
+    let run = Arc::new(PublishRun {
+        d: d.clone(),
+        sub: sub.clone(),
+        log: Mutex::default(),
+        stop_at: AtomicI64::new(NEVER),
+        stopping: watch::channel(false).0,
+        drained: watch::channel(false).0,
+        collected: Mutex::default(),
+        flusher: Mutex::default(),
+    });
+    {
+        let mut runs = d.load_runs.lock().unwrap();
+        if runs.contains_key(&sub) {
+            return Err(Fail::new("invalid", format!("load sub {sub:?} exists")));
+        }
+        runs.insert(sub.clone(), run.clone());
+    }
+    let started = wall_ns();
+    let window = Arc::new(Semaphore::new(max_inflight as usize));
+    let (acks, pending) = mpsc::channel::<Pending>(max_inflight as usize + 1);
+    *run.collected.lock().unwrap() = Some(tokio::spawn(run.clone().collect(pending)));
+    *run.flusher.lock().unwrap() = Some(tokio::spawn(
+        run.clone().flush_every(every.unwrap_or(DEFAULT_BATCH)),
+    ));
+    let schedule = run.clone();
+    tokio::spawn(async move {
+        let publish = Publisher {
+            js,
+            subject,
+            payload,
+            stamp,
+            seq: 0,
+        };
+        schedule
+            .schedule(publish, rate, started, window, acks)
+            .await;
+    });
+    Ok(json!({"started_ns": started}))
+}
+
+struct Publisher {
+    js: async_nats::jetstream::Context,
+    subject: String,
+    payload: bytes::Bytes,
+    stamp: bool,
+    seq: i64,
+}
+
+impl Publisher {
+    async fn send(&mut self) -> (i64, Result<PublishAckFuture, String>) {
+        let sent = wall_ns();
+        let mut message = PublishMessage::build().payload(self.payload.clone());
+        if self.stamp {
+            self.seq += 1;
+            message = message
+                .header("Jc-Ts", sent.to_string())
+                .header("Jc-Seq", self.seq.to_string());
+        }
+        let result = self.js.send_publish(self.subject.clone(), message).await;
+        (
+            sent,
+            result.map_err(|e| {
+                format!(
+                    "async_nats::jetstream::context::PublishError({:?})",
+                    e.kind()
+                )
+            }),
+        )
+    }
+}
+
+impl PublishRun {
+    fn record(&self, intended: i64, sent: i64, acked: i64, seq: i64, class: &str, code: i64) {
+        let mut log = self.log.lock().unwrap();
+        log.ops += 1;
+        match class {
+            "" => log.acked += 1,
+            OVERFLOW => log.overflow += 1,
+            _ => log.failed += 1,
+        }
+        let error = log.error_no(class);
+        log.rows
+            .extend_from_slice(&[intended, sent, acked, seq, error, code]);
+    }
+
+    async fn schedule(
+        self: Arc<Self>,
+        mut publisher: Publisher,
+        rate: f64,
+        started: i64,
+        window: Arc<Semaphore>,
+        acks: mpsc::Sender<Pending>,
+    ) {
+        let mut stopping = self.stopping.subscribe();
+        if rate <= 0.0 {
+            loop {
+                let permit = tokio::select! {
+                    permit = window.clone().acquire_owned() => permit.expect("the window is never closed"),
+                    _ = stopping.wait_for(|s| *s) => return,
+                };
+                let now = wall_ns();
+                if now >= self.stop_at.load(Ordering::SeqCst) {
+                    return;
+                }
+                self.publish(&mut publisher, now, permit, &acks).await;
+            }
+        }
+        let interval = 1e9 / rate;
+        let mut index: i64 = 0;
+        loop {
+            let now = wall_ns();
+            loop {
+                let intended = started + (index as f64 * interval) as i64;
+                if intended > now {
+                    break;
+                }
+                if intended >= self.stop_at.load(Ordering::SeqCst) {
+                    return;
+                }
+                match window.clone().try_acquire_owned() {
+                    Ok(permit) => self.publish(&mut publisher, intended, permit, &acks).await,
+                    // max_inflight outstanding: this one is not sent, and says so
+                    Err(_) => self.record(intended, now, now, 0, OVERFLOW, 0),
+                }
+                index += 1;
+            }
+            let next = started + (index as f64 * interval) as i64;
+            if next >= self.stop_at.load(Ordering::SeqCst) {
+                return;
+            }
+            let wait = Duration::from_nanos((next - wall_ns()).max(0) as u64);
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                // stop_at is set: what fell due before it is still sent (and logged), nothing after it
+                _ = stopping.wait_for(|s| *s) => {}
+            }
+        }
+    }
+
+    async fn publish(
+        &self,
+        publisher: &mut Publisher,
+        intended: i64,
+        permit: OwnedSemaphorePermit,
+        acks: &mpsc::Sender<Pending>,
+    ) {
+        match publisher.send().await {
+            (sent, Ok(future)) => {
+                let _ = acks
+                    .send(Pending {
+                        intended,
+                        sent,
+                        future,
+                        _permit: permit,
+                    })
+                    .await;
+            }
+            (sent, Err(class)) => self.record(intended, sent, wall_ns(), 0, &class, 0),
+        }
+    }
+
+    /// Waits for each publish's ack in publish order (a stream acks in that order), logs it and frees its slot.
+    async fn collect(self: Arc<Self>, mut pending: mpsc::Receiver<Pending>) {
+        let mut drained = self.drained.subscribe();
+        while let Some(p) = pending.recv().await {
+            let given_up = *drained.borrow();
+            if given_up {
+                self.record(p.intended, p.sent, wall_ns(), 0, UNACKED, 0);
+                continue;
+            }
+            tokio::select! {
+                ack = p.future => match ack {
+                    Ok(ack) => self.record(p.intended, p.sent, wall_ns(), ack.sequence as i64, "", 0),
+                    Err(e) => {
+                        let fail = Fail::from_client(&e);
+                        let (class, code) = match fail.err_code {
+                            Some(code) => ("async_nats::jetstream::Error".to_string(), code as i64),
+                            None => (format!("async_nats::jetstream::context::PublishError({:?})", e.kind()), 0),
+                        };
+                        self.record(p.intended, p.sent, wall_ns(), 0, &class, code);
+                    }
+                },
+                _ = drained.wait_for(|d| *d) => self.record(p.intended, p.sent, wall_ns(), 0, UNACKED, 0),
+            }
+        }
+    }
+
+    async fn flush_every(self: Arc<Self>, every: Duration) {
+        let mut tick = tokio::time::interval(every);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            self.flush();
+        }
+    }
+
+    fn flush(&self) {
+        let (rows, errors) = {
+            let mut log = self.log.lock().unwrap();
+            (std::mem::take(&mut log.rows), log.errors.clone())
+        };
+        if rows.is_empty() {
+            return;
+        }
+        let raw: Vec<u8> = rows.iter().flat_map(|v| v.to_le_bytes()).collect();
+        self.d.out.write(
+            &json!({"type": "load", "sub": self.sub, "rows_b64": b64(&raw), "errors": errors}),
+        );
+    }
+
+    async fn finish(self: Arc<Self>, at: i64) -> Value {
+        if at < self.stop_at.load(Ordering::SeqCst) {
+            self.stop_at.store(at, Ordering::SeqCst);
+        }
+        self.stopping.send_replace(true);
+        let collected = self.collected.lock().unwrap().take();
+        if let Some(mut collected) = collected {
+            if tokio::time::timeout(DRAIN_TIMEOUT, &mut collected)
+                .await
+                .is_err()
+            {
+                // the collector logs what is still outstanding as unacknowledged
+                self.drained.send_replace(true);
+                let _ = collected.await;
+            }
+        }
+        if let Some(flusher) = self.flusher.lock().unwrap().take() {
+            flusher.abort();
+        }
+        self.flush();
+        let log = self.log.lock().unwrap();
+        json!({"ops": log.ops, "acked": log.acked, "overflow": log.overflow, "failed": log.failed})
+    }
+}
+
+async fn load_stop(d: &Arc<Driver>, req: &Value) -> OpResult {
+    let sub = str_arg(req, "sub");
+    let run = d.load_runs.lock().unwrap().remove(sub);
+    let Some(run) = run else {
+        return Err(Fail::new("invalid", format!("no load sub {sub:?}")));
+    };
+    let now = wall_ns();
+    let at = i64_arg(req, "at_ns").filter(|at| *at < now).unwrap_or(now);
+    Ok(run.finish(at).await)
+}
