@@ -7,10 +7,7 @@ fn locked(lock: &str, package: &str) -> String {
     let mut lines = lock.lines();
     while let Some(line) = lines.next() {
         if line.trim() == format!("name = \"{package}\"") {
-            if let Some(version) = lines
-                .next()
-                .and_then(|l| l.trim().strip_prefix("version = "))
-            {
+            if let Some(version) = lines.next().and_then(|l| l.trim().strip_prefix("version = ")) {
                 return version.trim_matches('"').to_string();
             }
         }
@@ -21,10 +18,7 @@ fn locked(lock: &str, package: &str) -> String {
 fn main() {
     println!("cargo:rerun-if-changed=Cargo.lock");
     let lock = std::fs::read_to_string("Cargo.lock").unwrap_or_default();
-    println!(
-        "cargo:rustc-env=ASYNC_NATS_VERSION={}",
-        locked(&lock, "async-nats")
-    );
+    println!("cargo:rustc-env=ASYNC_NATS_VERSION={}", locked(&lock, "async-nats"));
     println!("cargo:rustc-env=TOKIO_VERSION={}", locked(&lock, "tokio"));
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
     let version = Command::new(rustc)

@@ -41,12 +41,7 @@ pub struct Subscription {
 
 impl Subscription {
     /// Registers sub `id` of session `session`, refused when that sub exists.
-    pub fn register(
-        d: &Arc<Driver>,
-        session: &str,
-        id: &str,
-        ordered: bool,
-    ) -> Result<Arc<Subscription>, Fail> {
+    pub fn register(d: &Arc<Driver>, session: &str, id: &str, ordered: bool) -> Result<Arc<Subscription>, Fail> {
         if id.is_empty() {
             return Err(Fail::new("invalid", "a sub id is needed"));
         }
@@ -67,10 +62,7 @@ impl Subscription {
 
     pub fn forget(&self) {
         let mut subs = self.d.subs.lock().unwrap();
-        if subs
-            .get(&self.id)
-            .is_some_and(|s| std::ptr::eq(Arc::as_ptr(s), self))
-        {
+        if subs.get(&self.id).is_some_and(|s| std::ptr::eq(Arc::as_ptr(s), self)) {
             subs.remove(&self.id);
         }
     }
@@ -183,8 +175,7 @@ impl Subscription {
 
     /// A missed heartbeat the client reported: an event, and under terminal-on-missed-heartbeat the end.
     fn missed_heartbeat(&self, detail: &str) -> bool {
-        self.d
-            .event(&self.session, &self.id, "missed-heartbeat", detail);
+        self.d.event(&self.session, &self.id, "missed-heartbeat", detail);
         if self.d.mode("terminal-on-missed-heartbeat") && self.running() {
             self.d.event(
                 &self.session,
@@ -242,11 +233,7 @@ impl Driver {
     }
 
     pub fn write_event(&self, session: &str, sub: &str, kind: &str, detail: &str) {
-        let sub = if sub.is_empty() {
-            Value::Null
-        } else {
-            json!(sub)
-        };
+        let sub = if sub.is_empty() { Value::Null } else { json!(sub) };
         self.out.write(&json!({
             "type": "event", "session": session, "sub": sub, "kind": kind, "detail": detail, "at_ns": mono_ns(),
         }));
@@ -284,17 +271,11 @@ fn deliver_policy(req: &Value) -> Result<DeliverPolicy, Fail> {
         },
         "by_start_time" => {
             let text = str_arg(start, "time");
-            let start_time =
-                time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
-                    .map_err(|e| Fail::new("invalid", format!("start.time: {e}")))?;
+            let start_time = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+                .map_err(|e| Fail::new("invalid", format!("start.time: {e}")))?;
             DeliverPolicy::ByStartTime { start_time }
         }
-        other => {
-            return Err(Fail::new(
-                "invalid",
-                format!("unknown deliver_policy {other:?}"),
-            ))
-        }
+        other => return Err(Fail::new("invalid", format!("unknown deliver_policy {other:?}"))),
     })
 }
 
@@ -392,10 +373,7 @@ pub async fn ordered(d: &Arc<Driver>, req: &Value) -> OpResult {
         }
         Err(_) => {
             sub.forget();
-            return Err(Fail::new(
-                "timeout",
-                "creating the ordered consumer took too long",
-            ));
+            return Err(Fail::new("timeout", "creating the ordered consumer took too long"));
         }
     };
     sub.set_consumer(&name);
@@ -407,10 +385,7 @@ pub async fn ordered(d: &Arc<Driver>, req: &Value) -> OpResult {
                 Err(e) => {
                     use async_nats::jetstream::consumer::pull::OrderedErrorKind as K;
                     if e.kind() == K::MissingHeartbeat {
-                        if runner.missed_heartbeat(&format!(
-                            "OrderedErrorKind::MissingHeartbeat: {}",
-                            describe(&e)
-                        )) {
+                        if runner.missed_heartbeat(&format!("OrderedErrorKind::MissingHeartbeat: {}", describe(&e))) {
                             return;
                         }
                     } else {
@@ -444,10 +419,10 @@ pub async fn push(d: &Arc<Driver>, req: &Value) -> OpResult {
             // An existing durable is bound as it is: a second member must not move its deliver subject.
             match stream.get_consumer::<push::Config>(&durable).await {
                 Ok(consumer) => return Ok::<_, Fail>((consumer, false)),
-                // 10014: consumer not found, so it is created below
+                // not found (10014; the client's get_consumer words it "consumer not found"): created below
                 Err(e) => {
                     let f = boxed(e);
-                    if f.err_code != Some(10014) {
+                    if f.err_code != Some(10014) && !f.message.contains("not found") {
                         return Err(f);
                     }
                 }
@@ -459,12 +434,8 @@ pub async fn push(d: &Arc<Driver>, req: &Value) -> OpResult {
             deliver_group: (!queue.is_empty()).then(|| queue.clone()),
             filter_subject: str_arg(req, "subject").to_string(),
             ack_policy: AckPolicy::None,
-            idle_heartbeat: f64_arg(req, "idle_heartbeat_s")
-                .map(seconds)
-                .unwrap_or_default(),
-            inactive_threshold: f64_arg(req, "inactive_threshold_s")
-                .map(seconds)
-                .unwrap_or_default(),
+            idle_heartbeat: f64_arg(req, "idle_heartbeat_s").map(seconds).unwrap_or_default(),
+            inactive_threshold: f64_arg(req, "inactive_threshold_s").map(seconds).unwrap_or_default(),
             ..Default::default()
         };
         Ok((stream.create_consumer(config).await?, true))
@@ -477,10 +448,7 @@ pub async fn push(d: &Arc<Driver>, req: &Value) -> OpResult {
         }
         Err(_) => {
             sub.forget();
-            return Err(Fail::new(
-                "timeout",
-                "creating the push consumer took too long",
-            ));
+            return Err(Fail::new("timeout", "creating the push consumer took too long"));
         }
     };
     let info = consumer.cached_info().clone();
@@ -509,10 +477,8 @@ pub async fn push(d: &Arc<Driver>, req: &Value) -> OpResult {
             match item {
                 Ok(msg) => runner.deliver(&msg),
                 Err(e) if e.kind() == push::MessagesErrorKind::MissingHeartbeat => {
-                    if runner.missed_heartbeat(&format!(
-                        "push::MessagesErrorKind::MissingHeartbeat: {}",
-                        describe(&e)
-                    )) {
+                    if runner.missed_heartbeat(&format!("push::MessagesErrorKind::MissingHeartbeat: {}", describe(&e)))
+                    {
                         return;
                     }
                 }
@@ -545,10 +511,7 @@ pub async fn consume(d: &Arc<Driver>, req: &Value) -> OpResult {
     let sub = Subscription::register(d, &s.id, str_arg(req, "sub"), false)?;
     let setup = async {
         let stream = stream_of(&s, str_arg(req, "stream")).await?;
-        let consumer = stream
-            .get_consumer::<pull::Config>(&name)
-            .await
-            .map_err(boxed)?;
+        let consumer = stream.get_consumer::<pull::Config>(&name).await.map_err(boxed)?;
         let watch = PullRequestWatch::start(&s, str_arg(req, "stream")).await;
         let mut builder = consumer.stream();
         if let Some(hb) = f64_arg(req, "idle_heartbeat_s") {
@@ -570,10 +533,7 @@ pub async fn consume(d: &Arc<Driver>, req: &Value) -> OpResult {
         }
         Err(_) => {
             sub.forget();
-            return Err(Fail::new(
-                "timeout",
-                "starting the consumption took too long",
-            ));
+            return Err(Fail::new("timeout", "starting the consumption took too long"));
         }
     };
     sub.set_consumer(&name);
@@ -588,10 +548,8 @@ pub async fn consume(d: &Arc<Driver>, req: &Value) -> OpResult {
                     }
                 }
                 Err(e) if e.kind() == pull::MessagesErrorKind::MissingHeartbeat => {
-                    if runner.missed_heartbeat(&format!(
-                        "pull::MessagesErrorKind::MissingHeartbeat: {}",
-                        describe(&e)
-                    )) {
+                    if runner.missed_heartbeat(&format!("pull::MessagesErrorKind::MissingHeartbeat: {}", describe(&e)))
+                    {
                         return;
                     }
                 }
@@ -606,16 +564,9 @@ pub async fn consume(d: &Arc<Driver>, req: &Value) -> OpResult {
         runner.ended("the client's pull consumer stream ended (Stream yielded None)");
     });
     sub.started(task.abort_handle(), true);
-    let effective = watch
-        .effective(Some(consume_default_heartbeat(f64_arg(req, "expires_s"))))
-        .await;
+    // Consumer::stream() asks for no heartbeat unless given one (pull.rs StreamBuilder::messages: Duration::ZERO)
+    let effective = watch.effective(f64_arg(req, "idle_heartbeat_s")).await;
     Ok(json!({"effective_idle_heartbeat_s": effective}))
-}
-
-/// Consumer::stream()'s heartbeat when none is given: 15 s, kept at or below half the expiry (30 s by default)
-/// (pull.rs StreamBuilder::messages, clamp_heartbeat).
-fn consume_default_heartbeat(expires: Option<f64>) -> f64 {
-    DEFAULT_IDLE_HEARTBEAT_S.min(expires.unwrap_or(30.0) / 2.0)
 }
 
 // --- fetch ---------------------------------------------------------------------------------------------------
@@ -630,8 +581,10 @@ pub async fn fetch(d: &Arc<Driver>, req: &Value) -> OpResult {
         .get_consumer::<pull::Config>(str_arg(req, "consumer"))
         .await
         .map_err(boxed)?;
+    // Consumer::batch() is the pull that waits up to its expiry; Consumer::fetch() sends no_wait and ends at once
+    // with what is there (pull.rs FetchBuilder::messages)
     let mut builder = consumer
-        .fetch()
+        .batch()
         .max_messages(batch.max(1) as usize)
         .expires(seconds(expires));
     let heartbeat = f64_arg(req, "idle_heartbeat_s");
@@ -654,9 +607,7 @@ pub async fn fetch(d: &Arc<Driver>, req: &Value) -> OpResult {
                         }
                         deliveries.push(record);
                     }
-                    Err(e) => eprintln!(
-                        "async-nats driver: fetch: a message without JetStream metadata: {e}"
-                    ),
+                    Err(e) => eprintln!("async-nats driver: fetch: a message without JetStream metadata: {e}"),
                 }
                 if let Err(e) = msg.ack().await {
                     eprintln!("async-nats driver: fetch: ack failed: {e}");
@@ -671,7 +622,8 @@ pub async fn fetch(d: &Arc<Driver>, req: &Value) -> OpResult {
     if ending.is_null() && received < batch {
         // The client's Batch ends an expired fetch (a 408 status) with no error, and has no missed-heartbeat
         // error at all: it skips heartbeats (pull.rs Batch::poll_next).
-        ending = json!({"kind": "timeout", "detail": format!("Batch ended (None) after {received} of {batch} messages")});
+        ending =
+            json!({"kind": "timeout", "detail": format!("Batch ended (None) after {received} of {batch} messages")});
     }
     Ok(json!({
         "deliveries": deliveries, "error": ending, "took_s": began.elapsed().as_secs_f64(),

@@ -1,5 +1,5 @@
 //! Server features of 2.11/2.12 (PROTOCOL.md "Server features"): js_publish with PublishMessage::ttl, js_pause /
-//! js_resume (Stream::pause_consumer / resume_consumer), js_group_fetch (Consumer::fetch().group() on one handle
+//! js_resume (Stream::pause_consumer / resume_consumer), js_group_fetch (Consumer::batch().group() on one handle
 //! per session, stream and consumer); and consumer_add and publish_retrying.
 
 use std::sync::Arc;
@@ -14,13 +14,7 @@ use crate::out::describe;
 use crate::session::API_TIMEOUT;
 use crate::{b64_arg, f64_arg, i64_arg, seconds, str_arg, unsupported_op, Driver, Fail, OpResult};
 
-pub const OPS: &[&str] = &[
-    "js_publish",
-    "js_pause",
-    "js_resume",
-    "js_group_fetch",
-    "consumer_add",
-];
+pub const OPS: &[&str] = &["js_publish", "js_pause", "js_resume", "js_group_fetch", "consumer_add"];
 
 pub type GroupHandle = Arc<consumer::Consumer<pull::Config>>;
 
@@ -49,17 +43,11 @@ async fn run(d: &Arc<Driver>, op: &str, req: &Value) -> OpResult {
             Ok(json!({"seq": ack.sequence, "stream": ack.stream}))
         }
         "js_pause" => {
-            let until = time::OffsetDateTime::parse(
-                str_arg(req, "until"),
-                &time::format_description::well_known::Rfc3339,
-            )
-            .map_err(|e| Fail::new("invalid", format!("until: {e}")))?;
+            let until =
+                time::OffsetDateTime::parse(str_arg(req, "until"), &time::format_description::well_known::Rfc3339)
+                    .map_err(|e| Fail::new("invalid", format!("until: {e}")))?;
             let stream = s.js.get_stream(str_arg(req, "stream")).await?;
-            pause_state(
-                stream
-                    .pause_consumer(str_arg(req, "consumer"), until)
-                    .await?,
-            )
+            pause_state(stream.pause_consumer(str_arg(req, "consumer"), until).await?)
         }
         "js_resume" => {
             if d.mode("resume-ignored") {
@@ -88,17 +76,9 @@ async fn group_fetch(d: &Arc<Driver>, s: &crate::session::Session, req: &Value) 
         f64_arg(req, "expires_s").unwrap_or(0.0),
     );
     if group.is_empty() || batch <= 0 || expires <= 0.0 {
-        return Err(Fail::new(
-            "invalid",
-            "js_group_fetch needs group, batch and expires_s",
-        ));
+        return Err(Fail::new("invalid", "js_group_fetch needs group, batch and expires_s"));
     }
-    let key = format!(
-        "{}\0{}\0{}",
-        s.id,
-        str_arg(req, "stream"),
-        str_arg(req, "consumer")
-    );
+    let key = format!("{}\0{}\0{}", s.id, str_arg(req, "stream"), str_arg(req, "consumer"));
     let kept = d.handles.lock().unwrap().get(&key).cloned();
     let handle = match kept.filter(|_| !d.mode("pin-forgotten")) {
         Some(h) => h,
@@ -115,7 +95,7 @@ async fn group_fetch(d: &Arc<Driver>, s: &crate::session::Session, req: &Value) 
         }
     };
     let mut builder = handle
-        .fetch()
+        .batch()
         .max_messages(batch as usize)
         .expires(seconds(expires))
         .group(group);
@@ -147,10 +127,7 @@ async fn group_fetch(d: &Arc<Driver>, s: &crate::session::Session, req: &Value) 
         }
     }
     if ending.is_empty() && (deliveries.len() as i64) < batch {
-        ending = format!(
-            "Batch ended (None) after {} of {batch} messages",
-            deliveries.len()
-        );
+        ending = format!("Batch ended (None) after {} of {batch} messages", deliveries.len());
     }
     Ok(json!({"deliveries": deliveries, "error": ending}))
 }
@@ -159,9 +136,8 @@ async fn group_fetch(d: &Arc<Driver>, s: &crate::session::Session, req: &Value) 
 /// (create_consumer, which sends no action).
 pub async fn consumer_add(d: &Arc<Driver>, req: &Value) -> OpResult {
     let s = d.session(str_arg(req, "session"))?;
-    let config: consumer::Config =
-        serde_json::from_value(req.get("config").cloned().unwrap_or(Value::Null))
-            .map_err(|e| Fail::new("invalid", format!("consumer_add: config: {e}")))?;
+    let config: consumer::Config = serde_json::from_value(req.get("config").cloned().unwrap_or(Value::Null))
+        .map_err(|e| Fail::new("invalid", format!("consumer_add: config: {e}")))?;
     let mut action = str_arg(req, "action").to_string();
     if d.mode("consumer-actions-rotated") {
         action = match action.as_str() {
@@ -177,12 +153,7 @@ pub async fn consumer_add(d: &Arc<Driver>, req: &Value) -> OpResult {
         "create" => stream.create_consumer_strict(config).await?,
         "update" => stream.update_consumer(config).await?,
         "create_or_update" => stream.create_consumer(config).await?,
-        other => {
-            return Err(Fail::new(
-                "invalid",
-                format!("consumer_add: unknown action {other:?}"),
-            ))
-        }
+        other => return Err(Fail::new("invalid", format!("consumer_add: unknown action {other:?}"))),
     };
     let info = consumer.cached_info();
     // consumer::Info is Deserialize only: its fields as the server's ConsumerInfo JSON names them

@@ -8,9 +8,7 @@ use futures::TryStreamExt;
 use serde_json::{json, Value};
 
 use crate::session::Session;
-use crate::{
-    b64, b64_arg, f64_arg, i64_arg, seconds, str_arg, unsupported_op, Driver, Fail, OpResult,
-};
+use crate::{b64, b64_arg, f64_arg, i64_arg, seconds, str_arg, unsupported_op, Driver, Fail, OpResult};
 
 pub const OPS: &[&str] = &[
     "kv_create",
@@ -64,10 +62,7 @@ pub async fn store(s: &Session, bucket: &str) -> Result<kv::Store, Fail> {
 pub async fn handle(d: &Arc<Driver>, op: &str, req: &Value) -> OpResult {
     match tokio::time::timeout(KV_TIMEOUT, run(d, op, req)).await {
         Ok(result) => result,
-        Err(_) => Err(Fail::new(
-            "timeout",
-            format!("{op} took longer than {KV_TIMEOUT:?}"),
-        )),
+        Err(_) => Err(Fail::new("timeout", format!("{op} took longer than {KV_TIMEOUT:?}"))),
     }
 }
 
@@ -123,9 +118,7 @@ async fn run(d: &Arc<Driver>, op: &str, req: &Value) -> OpResult {
     }
     let kv = store(&s, bucket).await?;
     let key = str_arg(req, "key");
-    let key_ttl = f64_arg(req, "key_ttl_s")
-        .filter(|_| !ttl_ignored)
-        .map(seconds);
+    let key_ttl = f64_arg(req, "key_ttl_s").filter(|_| !ttl_ignored).map(seconds);
     match op {
         "kv_put" => {
             let value = b64_arg(req, "value_b64")?;
@@ -187,11 +180,7 @@ async fn run(d: &Arc<Driver>, op: &str, req: &Value) -> OpResult {
             let filters: Vec<String> = req
                 .get("filters")
                 .and_then(Value::as_array)
-                .map(|f| {
-                    f.iter()
-                        .filter_map(|v| v.as_str().map(str::to_string))
-                        .collect()
-                })
+                .map(|f| f.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
                 .unwrap_or_default();
             if !filters.is_empty() && !d.mode("kv-keys-unfiltered") {
                 return Err(Fail::new(
@@ -208,11 +197,7 @@ async fn run(d: &Arc<Driver>, op: &str, req: &Value) -> OpResult {
         }
         "kv_status" => {
             let status = kv.status().await?;
-            let markers = status
-                .info
-                .config
-                .subject_delete_marker_ttl
-                .unwrap_or_default();
+            let markers = status.info.config.subject_delete_marker_ttl.unwrap_or_default();
             Ok(json!({
                 "bucket": status.bucket(), "values": status.values(), "history": status.history(),
                 "ttl_s": status.max_age().as_secs_f64(), "limit_marker_ttl_s": markers.as_secs_f64(),

@@ -119,9 +119,7 @@ async fn load_publish(d: &Arc<Driver>, req: &Value) -> OpResult {
     let window = Arc::new(Semaphore::new(max_inflight as usize));
     let (acks, pending) = mpsc::channel::<Pending>(max_inflight as usize + 1);
     *run.collected.lock().unwrap() = Some(tokio::spawn(run.clone().collect(pending)));
-    *run.flusher.lock().unwrap() = Some(tokio::spawn(
-        run.clone().flush_every(every.unwrap_or(DEFAULT_BATCH)),
-    ));
+    *run.flusher.lock().unwrap() = Some(tokio::spawn(run.clone().flush_every(every.unwrap_or(DEFAULT_BATCH))));
     let schedule = run.clone();
     tokio::spawn(async move {
         let publish = Publisher {
@@ -131,9 +129,7 @@ async fn load_publish(d: &Arc<Driver>, req: &Value) -> OpResult {
             stamp,
             seq: 0,
         };
-        schedule
-            .schedule(publish, rate, started, window, acks)
-            .await;
+        schedule.schedule(publish, rate, started, window, acks).await;
     });
     Ok(json!({"started_ns": started}))
 }
@@ -159,12 +155,7 @@ impl Publisher {
         let result = self.js.send_publish(self.subject.clone(), message).await;
         (
             sent,
-            result.map_err(|e| {
-                format!(
-                    "async_nats::jetstream::context::PublishError({:?})",
-                    e.kind()
-                )
-            }),
+            result.map_err(|e| format!("async_nats::jetstream::context::PublishError({:?})", e.kind())),
         )
     }
 }
@@ -179,8 +170,7 @@ impl PublishRun {
             _ => log.failed += 1,
         }
         let error = log.error_no(class);
-        log.rows
-            .extend_from_slice(&[intended, sent, acked, seq, error, code]);
+        log.rows.extend_from_slice(&[intended, sent, acked, seq, error, code]);
     }
 
     async fn schedule(
@@ -303,9 +293,9 @@ impl PublishRun {
             return;
         }
         let raw: Vec<u8> = rows.iter().flat_map(|v| v.to_le_bytes()).collect();
-        self.d.out.write(
-            &json!({"type": "load", "sub": self.sub, "rows_b64": b64(&raw), "errors": errors}),
-        );
+        self.d
+            .out
+            .write(&json!({"type": "load", "sub": self.sub, "rows_b64": b64(&raw), "errors": errors}));
     }
 
     async fn finish(self: Arc<Self>, at: i64) -> Value {
@@ -315,10 +305,7 @@ impl PublishRun {
         self.stopping.send_replace(true);
         let collected = self.collected.lock().unwrap().take();
         if let Some(mut collected) = collected {
-            if tokio::time::timeout(DRAIN_TIMEOUT, &mut collected)
-                .await
-                .is_err()
-            {
+            if tokio::time::timeout(DRAIN_TIMEOUT, &mut collected).await.is_err() {
                 // the collector logs what is still outstanding as unacknowledged
                 self.drained.send_replace(true);
                 let _ = collected.await;

@@ -141,17 +141,10 @@ impl Driver {
         let modes: Vec<String> = req
             .get("modes")
             .and_then(Value::as_array)
-            .map(|m| {
-                m.iter()
-                    .filter_map(|v| v.as_str().map(str::to_string))
-                    .collect()
-            })
+            .map(|m| m.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
             .unwrap_or_default();
         if let Some(unknown) = modes.iter().find(|m| !KNOWN_MODES.contains(&m.as_str())) {
-            return Err(Fail::new(
-                "invalid",
-                format!("unknown misbehave mode {unknown:?}"),
-            ));
+            return Err(Fail::new("invalid", format!("unknown misbehave mode {unknown:?}")));
         }
         self.modes.lock().unwrap().extend(modes.iter().cloned());
         if modes.iter().any(|m| m == "chatty-missed-heartbeat") {
@@ -169,9 +162,7 @@ impl Driver {
 pub fn unsupported_op(op: &str) -> Fail {
     Fail::new(
         "unsupported",
-        format!(
-            "op {op:?} is not implemented by the async-nats driver (protocol v{PROTOCOL_VERSION})"
-        ),
+        format!("op {op:?} is not implemented by the async-nats driver (protocol v{PROTOCOL_VERSION})"),
     )
 }
 
@@ -247,10 +238,9 @@ async fn main() {
             continue;
         };
         let Some(op) = req.get("op").and_then(Value::as_str).map(str::to_string) else {
-            driver.out.respond(
-                id,
-                Err(Fail::new("invalid", "a request's \"op\" must be a string")),
-            );
+            driver
+                .out
+                .respond(id, Err(Fail::new("invalid", "a request's \"op\" must be a string")));
             continue;
         };
         if op == "shutdown" {

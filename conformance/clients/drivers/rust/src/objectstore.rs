@@ -53,10 +53,7 @@ pub async fn store(s: &Session, bucket: &str) -> Result<ObjectStore, Fail> {
 pub async fn handle(d: &Arc<Driver>, op: &str, req: &Value) -> OpResult {
     match tokio::time::timeout(TIMEOUT, run(d, op, req)).await {
         Ok(result) => result,
-        Err(_) => Err(Fail::new(
-            "timeout",
-            format!("{op} took longer than {TIMEOUT:?}"),
-        )),
+        Err(_) => Err(Fail::new("timeout", format!("{op} took longer than {TIMEOUT:?}"))),
     }
 }
 
@@ -69,10 +66,7 @@ async fn run(d: &Arc<Driver>, op: &str, req: &Value) -> OpResult {
     let args = req.get("obj").cloned().unwrap_or(Value::Null);
     let bucket = str_arg(&args, "bucket");
     if bucket.is_empty() {
-        return Err(Fail::new(
-            "invalid",
-            format!("{op} needs \"obj\" with a \"bucket\""),
-        ));
+        return Err(Fail::new("invalid", format!("{op} needs \"obj\" with a \"bucket\"")));
     }
     if op == "obj_create" {
         let config = object_store::Config {
@@ -96,16 +90,10 @@ async fn run(d: &Arc<Driver>, op: &str, req: &Value) -> OpResult {
             let data = b64_arg(&args, "data_b64")?;
             let meta = ObjectMetadata {
                 name: name.to_string(),
-                chunk_size: args
-                    .get("chunk_size")
-                    .and_then(Value::as_u64)
-                    .map(|c| c as usize),
+                chunk_size: args.get("chunk_size").and_then(Value::as_u64).map(|c| c as usize),
                 ..Default::default()
             };
-            let info = store
-                .put(meta, &mut data.as_ref())
-                .await
-                .map_err(obj_error)?;
+            let info = store.put(meta, &mut data.as_ref()).await.map_err(obj_error)?;
             Ok(json!({"info": info_json(&info)}))
         }
         "obj_get" => {
@@ -149,12 +137,7 @@ async fn run(d: &Arc<Driver>, op: &str, req: &Value) -> OpResult {
             let mut headers = HeaderMap::new();
             if let Some(given) = meta.get("headers").and_then(Value::as_object) {
                 for (key, values) in given {
-                    for value in values
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(Value::as_str)
-                    {
+                    for value in values.as_array().into_iter().flatten().filter_map(Value::as_str) {
                         headers.append(key.as_str(), value);
                     }
                 }
@@ -165,17 +148,11 @@ async fn run(d: &Arc<Driver>, op: &str, req: &Value) -> OpResult {
                 headers: (!headers.is_empty()).then_some(headers),
                 ..Default::default()
             };
-            store
-                .update_metadata(name, update)
-                .await
-                .map_err(obj_error)?;
+            store.update_metadata(name, update).await.map_err(obj_error)?;
             Ok(json!({}))
         }
         "obj_add_link" => {
-            let target = store
-                .info(str_arg(&args, "target"))
-                .await
-                .map_err(obj_error)?;
+            let target = store.info(str_arg(&args, "target")).await.map_err(obj_error)?;
             let info = store.add_link(name, &target).await.map_err(obj_error)?;
             Ok(json!({"info": info_json(&info)}))
         }

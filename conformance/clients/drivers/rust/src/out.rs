@@ -62,10 +62,7 @@ impl Fail {
         let lower = message.to_lowercase();
         let kind = if lower.contains("timed out") || lower.contains("timeout") {
             "timeout"
-        } else if lower.contains("no responders")
-            || lower.contains("disconnected")
-            || lower.contains("connection")
-        {
+        } else if lower.contains("no responders") || lower.contains("disconnected") || lower.contains("connection") {
             "connection"
         } else if lower.contains("invalid") {
             "invalid"

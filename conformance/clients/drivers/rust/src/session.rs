@@ -56,8 +56,7 @@ pub async fn connect(d: &Arc<Driver>, req: &Value) -> OpResult {
         });
     let (user, token) = (credential(req, "user"), credential(req, "token"));
     if !user.is_empty() {
-        options =
-            options.user_and_password(user.to_string(), credential(req, "password").to_string());
+        options = options.user_and_password(user.to_string(), credential(req, "password").to_string());
     }
     if !token.is_empty() {
         options = options.token(token.to_string());

@@ -33,10 +33,7 @@ pub async fn kv_watch(d: &Arc<Driver>, req: &Value) -> OpResult {
     if bucket.is_empty() {
         return Err(Fail::new("invalid", "kv_watch needs \"bucket\""));
     }
-    let (history, updates_only) = (
-        bool_arg(req, "include_history"),
-        bool_arg(req, "updates_only"),
-    );
+    let (history, updates_only) = (bool_arg(req, "include_history"), bool_arg(req, "updates_only"));
     if bool_arg(req, "meta_only") && !d.mode("kv-watch-meta-ignored") {
         return Err(Fail::new(
             "unsupported",
@@ -60,11 +57,7 @@ pub async fn kv_watch(d: &Arc<Driver>, req: &Value) -> OpResult {
     let keys: Vec<String> = req
         .get("keys")
         .and_then(Value::as_array)
-        .map(|k| {
-            k.iter()
-                .filter_map(|v| v.as_str().map(str::to_string))
-                .collect()
-        })
+        .map(|k| k.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
         .filter(|k: &Vec<String>| !k.is_empty())
         .unwrap_or_else(|| vec![">".to_string()]);
     let s = d.session(str_arg(req, "session"))?;
@@ -119,10 +112,7 @@ pub async fn obj_watch(d: &Arc<Driver>, req: &Value) -> OpResult {
     let obj = req.get("obj").cloned().unwrap_or(Value::Null);
     let bucket = str_arg(&obj, "bucket");
     if bucket.is_empty() {
-        return Err(Fail::new(
-            "invalid",
-            "obj_watch needs \"obj\" with a \"bucket\"",
-        ));
+        return Err(Fail::new("invalid", "obj_watch needs \"obj\" with a \"bucket\""));
     }
     if bool_arg(&obj, "meta_only") {
         return Err(Fail::new("invalid", "obj_watch has no meta_only"));
