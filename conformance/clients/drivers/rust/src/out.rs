@@ -57,7 +57,40 @@ impl Fail {
                     };
                 }
             }
+            if let Some(info) = e.downcast_ref::<async_nats::jetstream::context::ConsumerInfoError>() {
+                use async_nats::jetstream::context::ConsumerInfoErrorKind as K;
+                // the client turns exactly these server codes into these kinds (context.rs, From<Error>)
+                match info.kind() {
+                    K::NotFound => {
+                        return Fail {
+                            kind: "api".into(),
+                            message,
+                            code: Some(404),
+                            err_code: Some(10014),
+                        }
+                    }
+                    K::StreamNotFound => {
+                        return Fail {
+                            kind: "api".into(),
+                            message,
+                            code: Some(404),
+                            err_code: Some(10059),
+                        }
+                    }
+                    _ => {}
+                }
+            }
             source = e.source();
+        }
+        // Many of the client's error kinds hold the server's error as a value (e.g. JetStream(Error)), so it is no
+        // source: its Display, "<description> (code N, error code M)", keeps the codes in the client's words.
+        if let Some((code, err_code)) = api_codes(&message) {
+            return Fail {
+                kind: "api".into(),
+                message,
+                code: Some(code),
+                err_code: Some(err_code),
+            };
         }
         let lower = message.to_lowercase();
         let kind = if lower.contains("timed out") || lower.contains("timeout") {
@@ -75,6 +108,14 @@ impl Fail {
     fn to_json(&self) -> Value {
         json!({"kind": self.kind, "message": self.message, "code": self.code, "err_code": self.err_code})
     }
+}
+
+fn api_codes(message: &str) -> Option<(u64, u64)> {
+    let at = message.rfind("(code ")?;
+    let rest = &message[at + 6..];
+    let (code, rest) = rest.split_once(", error code ")?;
+    let err_code = rest.split(')').next()?;
+    Some((code.trim().parse().ok()?, err_code.trim().parse().ok()?))
 }
 
 /// The client's error with its whole source chain, e.g. "missed idle heartbeat" or "jetstream request failed:
