@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use crate::out::wall_ns;
 use crate::{b64, f64_arg, i64_arg, str_arg, unsupported_op, Driver, Fail, OpResult};
 
-pub const OPS: &[&str] = &["load_publish", "load_stop"];
+pub const OPS: &[&str] = &["load_publish", "load_consume", "load_stop"];
 
 const DEFAULT_BATCH: Duration = Duration::from_millis(50);
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -34,6 +34,10 @@ struct RowLog {
     acked: i64,
     overflow: i64,
     failed: i64,
+    // consume runs: the subjects consumed so far (a row names one by its 1-based index) and the fetches
+    subjects: Vec<String>,
+    subject_index: HashMap<String, i64>,
+    fetches: i64,
 }
 
 impl RowLog {
@@ -62,7 +66,10 @@ pub struct PublishRun {
     flusher: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
-pub type Run = Arc<PublishRun>;
+pub enum Run {
+    Publish(Arc<PublishRun>),
+    Consume(Arc<ConsumeRun>),
+}
 
 struct Pending {
     intended: i64,
@@ -74,6 +81,7 @@ struct Pending {
 pub async fn handle(d: &Arc<Driver>, op: &str, req: &Value) -> OpResult {
     match op {
         "load_publish" => load_publish(d, req).await,
+        "load_consume" => load_consume(d, req).await,
         "load_stop" => load_stop(d, req).await,
         _ => Err(unsupported_op(op)),
     }
@@ -113,7 +121,7 @@ async fn load_publish(d: &Arc<Driver>, req: &Value) -> OpResult {
         if runs.contains_key(&sub) {
             return Err(Fail::new("invalid", format!("load sub {sub:?} exists")));
         }
-        runs.insert(sub.clone(), run.clone());
+        runs.insert(sub.clone(), Run::Publish(run.clone()));
     }
     let started = wall_ns();
     let window = Arc::new(Semaphore::new(max_inflight as usize));
@@ -328,5 +336,210 @@ async fn load_stop(d: &Arc<Driver>, req: &Value) -> OpResult {
     };
     let now = wall_ns();
     let at = i64_arg(req, "at_ns").filter(|at| *at < now).unwrap_or(now);
-    Ok(run.finish(at).await)
+    Ok(match run {
+        Run::Publish(run) => run.finish(at).await,
+        Run::Consume(run) => run.finish(at).await,
+    })
+}
+
+// --- consume: fetch + explicit ack on a durable pull consumer -------------------------------------------------
+
+const CONSUME_MAX_WAIT: Duration = Duration::from_millis(500);
+const OP_MESSAGE: i64 = 0;
+const OP_FETCH: i64 = 1;
+const NO_E2E: i64 = -1;
+
+pub struct ConsumeRun {
+    d: Arc<Driver>,
+    sub: String,
+    log: Mutex<RowLog>,
+    stop_at: AtomicI64,
+    fetching: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    flusher: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+async fn load_consume(d: &Arc<Driver>, req: &Value) -> OpResult {
+    let sub = str_arg(req, "sub").to_string();
+    let (stream, durable) = (str_arg(req, "stream"), str_arg(req, "durable"));
+    let batch = i64_arg(req, "batch").unwrap_or(0);
+    if sub.is_empty() || stream.is_empty() || durable.is_empty() || batch < 1 {
+        return Err(Fail::new(
+            "invalid",
+            "load_consume needs sub, stream, durable, batch >= 1",
+        ));
+    }
+    let s = d.session(str_arg(req, "session"))?;
+    let consumer =
+        s.js.get_stream(stream)
+            .await?
+            .get_consumer::<async_nats::jetstream::consumer::pull::Config>(durable)
+            .await
+            .map_err(crate::out::boxed)?;
+    let every = f64_arg(req, "batch_ms")
+        .filter(|ms| *ms > 0.0)
+        .map(|ms| Duration::from_secs_f64(ms / 1000.0));
+    let run = Arc::new(ConsumeRun {
+        d: d.clone(),
+        sub: sub.clone(),
+        log: Mutex::default(),
+        stop_at: AtomicI64::new(NEVER),
+        fetching: Mutex::default(),
+        flusher: Mutex::default(),
+    });
+    {
+        let mut runs = d.load_runs.lock().unwrap();
+        if runs.contains_key(&sub) {
+            return Err(Fail::new("invalid", format!("load sub {sub:?} exists")));
+        }
+        runs.insert(sub.clone(), Run::Consume(run.clone()));
+    }
+    let started = wall_ns();
+    let flush = run.clone();
+    *run.flusher.lock().unwrap() = Some(tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every.unwrap_or(DEFAULT_BATCH));
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            flush.flush();
+        }
+    }));
+    let client = s.client.clone();
+    *run.fetching.lock().unwrap() = Some(tokio::spawn(run.clone().fetch_loop(consumer, client, batch as usize)));
+    Ok(json!({"started_ns": started}))
+}
+
+impl ConsumeRun {
+    /// Pulls up to `batch` messages at a time (Consumer::batch(), 500 ms expiry) until the stop, logging and
+    /// acking each message as it arrives.
+    async fn fetch_loop(
+        self: Arc<Self>,
+        consumer: async_nats::jetstream::consumer::Consumer<async_nats::jetstream::consumer::pull::Config>,
+        client: async_nats::Client,
+        batch: usize,
+    ) {
+        use futures::StreamExt;
+        loop {
+            let started = wall_ns();
+            if started >= self.stop_at.load(Ordering::SeqCst) {
+                break;
+            }
+            let mut messages = match consumer
+                .batch()
+                .max_messages(batch)
+                .expires(CONSUME_MAX_WAIT)
+                .messages()
+                .await
+            {
+                Ok(m) => m,
+                Err(e) => {
+                    self.record_fetch(
+                        started,
+                        0,
+                        &format!("async_nats::jetstream::consumer::pull::BatchError({:?})", e.kind()),
+                    );
+                    continue;
+                }
+            };
+            let mut count = 0;
+            let mut failure = String::new();
+            while let Some(item) = messages.next().await {
+                match item {
+                    Ok(msg) => {
+                        count += 1;
+                        self.consumed(&msg, started, wall_ns()).await;
+                    }
+                    Err(e) => {
+                        failure = format!("async_nats::Error: {e}");
+                        break;
+                    }
+                }
+            }
+            // an empty pull that expired is not an operation
+            if count > 0 || !failure.is_empty() {
+                self.record_fetch(started, count, &failure);
+            }
+        }
+        // acks are publishes: out to the server before load_stop answers
+        let _ = client.flush().await;
+    }
+
+    async fn consumed(&self, msg: &async_nats::jetstream::Message, started: i64, received: i64) {
+        let e2e = msg
+            .headers
+            .as_ref()
+            .and_then(|h| h.get("Jc-Ts"))
+            .and_then(|v| v.as_str().parse::<i64>().ok())
+            .map(|sent| received - sent)
+            .unwrap_or(NO_E2E);
+        let (seq, delivered) = msg
+            .info()
+            .map(|i| (i.stream_sequence as i64, i.delivered))
+            .unwrap_or((0, 0));
+        let class = match msg.ack().await {
+            Ok(()) => String::new(),
+            Err(e) => format!("async_nats::Error: {e}"),
+        };
+        let mut log = self.log.lock().unwrap();
+        let subject = match log.subject_index.get(msg.subject.as_str()) {
+            Some(i) => *i,
+            None => {
+                log.subjects.push(msg.subject.to_string());
+                let i = log.subjects.len() as i64;
+                log.subject_index.insert(msg.subject.to_string(), i);
+                i
+            }
+        };
+        log.ops += 1;
+        if !class.is_empty() {
+            log.failed += 1;
+        }
+        let error = log.error_no(&class);
+        let size = msg.payload.len() as i64;
+        log.rows.extend_from_slice(&[
+            OP_MESSAGE, started, received, seq, delivered, e2e, subject, size, error, 0,
+        ]);
+    }
+
+    fn record_fetch(&self, started: i64, count: i64, class: &str) {
+        let ended = wall_ns();
+        let mut log = self.log.lock().unwrap();
+        log.fetches += 1;
+        if !class.is_empty() {
+            log.failed += 1;
+        }
+        let error = log.error_no(class);
+        log.rows
+            .extend_from_slice(&[OP_FETCH, started, ended, 0, 0, NO_E2E, 0, count, error, 0]);
+    }
+
+    fn flush(&self) {
+        let (rows, errors, subjects) = {
+            let mut log = self.log.lock().unwrap();
+            (std::mem::take(&mut log.rows), log.errors.clone(), log.subjects.clone())
+        };
+        if rows.is_empty() {
+            return;
+        }
+        let raw: Vec<u8> = rows.iter().flat_map(|v| v.to_le_bytes()).collect();
+        self.d.out.write(
+            &json!({"type": "load", "sub": self.sub, "rows_b64": b64(&raw), "errors": errors, "subjects": subjects}),
+        );
+    }
+
+    /// Lets the pull in progress end (its messages are still logged and acked), flushes the acks and the rows.
+    async fn finish(self: Arc<Self>, at: i64) -> Value {
+        if at < self.stop_at.load(Ordering::SeqCst) {
+            self.stop_at.store(at, Ordering::SeqCst);
+        }
+        let fetching = self.fetching.lock().unwrap().take();
+        if let Some(fetching) = fetching {
+            let _ = fetching.await;
+        }
+        if let Some(flusher) = self.flusher.lock().unwrap().take() {
+            flusher.abort();
+        }
+        self.flush();
+        let log = self.log.lock().unwrap();
+        json!({"ops": log.ops, "fetches": log.fetches, "failed": log.failed})
+    }
 }
