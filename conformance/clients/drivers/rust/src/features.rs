@@ -136,8 +136,16 @@ async fn group_fetch(d: &Arc<Driver>, s: &crate::session::Session, req: &Value) 
 /// (create_consumer, which sends no action).
 pub async fn consumer_add(d: &Arc<Driver>, req: &Value) -> OpResult {
     let s = d.session(str_arg(req, "session"))?;
-    let config: consumer::Config = serde_json::from_value(req.get("config").cloned().unwrap_or(Value::Null))
-        .map_err(|e| Fail::new("invalid", format!("consumer_add: config: {e}")))?;
+    // The request names only what it sets (server JSON names); consumer::Config's serde needs every field it
+    // has no serde default for (deliver_policy, ack_policy ...), so the given keys go over Config::default()'s.
+    let mut merged = serde_json::to_value(consumer::Config::default()).unwrap_or_else(|_| json!({}));
+    if let (Some(base), Some(given)) = (merged.as_object_mut(), req.get("config").and_then(Value::as_object)) {
+        for (key, value) in given {
+            base.insert(key.clone(), value.clone());
+        }
+    }
+    let config: consumer::Config =
+        serde_json::from_value(merged).map_err(|e| Fail::new("invalid", format!("consumer_add: config: {e}")))?;
     let mut action = str_arg(req, "action").to_string();
     if d.mode("consumer-actions-rotated") {
         action = match action.as_str() {

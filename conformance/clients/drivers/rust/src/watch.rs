@@ -155,11 +155,8 @@ pub async fn obj_watch(d: &Arc<Driver>, req: &Value) -> OpResult {
             return Err(Fail::new("timeout", "the client's watch took too long"));
         }
     };
-    let end = if updates_only {
-        EndOfData::First
-    } else {
-        EndOfData::Never
-    };
+    // ObjectInfo carries no flag at all, so even an updates-only watch (nothing replayed) has no null
+    let end = EndOfData::Never;
     spawn_watch(
         sub,
         watch,
