@@ -80,6 +80,28 @@ impl Fail {
                     _ => {}
                 }
             }
+            // the client turns exactly 10148 / 10149 into these kinds (stream.rs, From<Error>)
+            use async_nats::jetstream::stream::{ConsumerCreateStrictError, ConsumerUpdateError};
+            if let Some(create) = e.downcast_ref::<ConsumerCreateStrictError>() {
+                if create.kind() == async_nats::jetstream::stream::ConsumerCreateStrictErrorKind::AlreadyExists {
+                    return Fail {
+                        kind: "api".into(),
+                        message,
+                        code: Some(400),
+                        err_code: Some(10148),
+                    };
+                }
+            }
+            if let Some(update) = e.downcast_ref::<ConsumerUpdateError>() {
+                if update.kind() == async_nats::jetstream::stream::ConsumerUpdateErrorKind::DoesNotExist {
+                    return Fail {
+                        kind: "api".into(),
+                        message,
+                        code: Some(400),
+                        err_code: Some(10149),
+                    };
+                }
+            }
             source = e.source();
         }
         // Many of the client's error kinds hold the server's error as a value (e.g. JetStream(Error)), so it is no
