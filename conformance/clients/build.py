@@ -147,7 +147,8 @@ def _run(command: list[str], cwd: Path, what: str, env: dict[str, str] | None = 
         raise ConfigError(f"{what}: `{' '.join(command[:3])}` failed: {said}")
 
 
-BUILD_OUTPUTS = ("node_modules", "driver", ".gitignore", "target")  # what a build makes, or a checkout may hold: not sources
+# what a build makes, or a checkout may hold (cargo's target/): not sources
+BUILD_OUTPUTS = ("node_modules", "driver", ".gitignore", "target")
 
 
 def source_digest(source: Path, suffixes: tuple[str, ...] | None = None) -> str:
@@ -282,9 +283,9 @@ def rust_driver(version: str = "", cache: Path | None = None, source: Path = SOU
     """The command running the async-nats driver built against async-nats `version` (Cargo.lock's by default).
 
     The pinned version builds `--locked` (exactly what the repo pins); another one sets the dependency to `=X` and
-    lets cargo resolve the rest. The build keeps only the binary; cargo's target directory is one shared beside the
-    builds (`<cache>/async-nats/.cargo-target/<version>`, cargo locks it), so a changed driver recompiles only itself, not
-    async-nats and tokio (minutes on two cores)."""
+    lets cargo resolve the rest. The build keeps only the binary; cargo's target directory is one per version beside
+    the builds (`<cache>/async-nats/.cargo-target/<version>`, cargo locks it), so a changed driver recompiles only
+    itself, not async-nats and tokio (minutes on two cores)."""
     pinned = rust_pinned_version(source)
     if not pinned:
         raise ConfigError(f"the async-nats driver sources are missing: no async-nats in {source / 'Cargo.lock'}")

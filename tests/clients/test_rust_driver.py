@@ -24,9 +24,19 @@ from jetcheck.conformance.clients.build import rust_driver
 from jetcheck.fixtures.proxy import NatsProxy
 
 from ..conftest import VENDOR_PASSWORD
-from .driver_contract import SESSION, PipeDriver, WatchContract, connected, kv_bucket, kv_watch, kv_watch_request, put
+from .driver_contract import (
+    SESSION,
+    PipeDriver,
+    WatchContract,
+    connected,
+    kv_bucket,
+    kv_watch,
+    kv_watch_request,
+    put,
+    running,
+    watched,
+)
 from .driver_contract import WAIT_S as WAIT
-from .driver_contract import running, watched
 
 DRIVER_DIR = Path(__file__).resolve().parents[2] / "conformance" / "clients" / "drivers" / "rust"
 CARGO = shutil.which("cargo") or next((p for p in [Path.home() / ".cargo/bin/cargo"] if p.exists()), None)
@@ -164,7 +174,7 @@ async def test_ordered_consumer_delivers_in_order_and_recreates_after_its_consum
 @pytest.mark.asyncio
 async def test_the_ordered_consumers_default_heartbeat_is_15_s(driver, stream, embedded_server):
     """Without a heartbeat the ordered consumer's pull requests ask for 15 s (half its 30 s expiry)."""
-    js, name = stream
+    _, name = stream
     await connected(driver, embedded_server.url)
     assert (await ordered(driver, name, heartbeat=None))["result"] == {"effective_idle_heartbeat_s": 15.0}
     refused = await driver.call(
