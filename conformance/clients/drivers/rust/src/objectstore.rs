@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use tokio::io::AsyncReadExt;
 
 use crate::session::Session;
-use crate::{b64, b64_arg, bool_arg, str_arg, unsupported_op, Driver, Fail, OpResult};
+use crate::{b64, b64_arg, str_arg, unsupported_op, Driver, Fail, OpResult};
 
 pub const OPS: &[&str] = &[
     "obj_create",
@@ -163,9 +163,6 @@ async fn run(d: &Arc<Driver>, op: &str, req: &Value) -> OpResult {
             store.seal().await.map_err(obj_error)?;
             Ok(json!({}))
         }
-        _ => {
-            let _ = bool_arg(&args, "show_deleted");
-            Err(unsupported_op(op))
-        }
+        _ => Err(unsupported_op(op)),
     }
 }
