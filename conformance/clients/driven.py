@@ -136,6 +136,9 @@ RUST_DOCUMENTED = Documented(
     "(pull Consumer::stream(), push Consumer::messages()) once 2 heartbeat intervals pass without one",
     heartbeat_behaviour="the pull stream issues a new pull request and goes on; the ordered consumer recreates its "
     "consumer after two in a row without telling the application; a fetch (Batch) ignores heartbeats",
+    # StreamBuilder::heartbeat and BatchBuilder::heartbeat take any Duration: no bound of the client's own
+    min_idle_heartbeat_s=0.0,
+    below_min_heartbeat="",
     ordered_kind="pull",
     # pull.rs From<OrderedConfig> for Config / IntoConsumerConfig: ack none, max_deliver 1, inactive_threshold 30 s,
     # num_replicas 1, memory storage, no durable name
@@ -157,6 +160,9 @@ RUST_DOCUMENTED = Documented(
         "('missed idle heartbeat'); consumer/push.rs Messages::poll_next; consumer/mod.rs poll_missed_heartbeat",
         "heartbeat_behaviour": "async-nats src/jetstream/consumer/pull.rs Ordered::poll_next (recreate on the second "
         "missed heartbeat), Batch::poll_next (IDLE_HEARTBEAT skipped)",
+        "min_idle_heartbeat_s": "async-nats src/jetstream/consumer/pull.rs StreamBuilder::heartbeat(Duration), "
+        "BatchBuilder::heartbeat(Duration): no lower bound (the server validates heartbeat against expires)",
+        "below_min_heartbeat": "async-nats src/jetstream/consumer/pull.rs: no minimum, so nothing is raised or refused",
         "missed_heartbeats_after": "async-nats src/jetstream/consumer/mod.rs poll_missed_heartbeat: "
         "idle_heartbeat.saturating_mul(2)",
         "ordered_kind": "async-nats src/jetstream/consumer/pull.rs OrderedConfig: a pull consumer (Stream::messages)",
