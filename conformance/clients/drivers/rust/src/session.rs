@@ -7,6 +7,9 @@ use std::time::Duration;
 use async_nats::jetstream;
 use serde_json::{json, Value};
 
+use futures::StreamExt;
+
+use crate::out::describe;
 use crate::{f64_arg, str_arg, Driver, Fail, OpResult};
 
 pub const API_TIMEOUT: Duration = Duration::from_secs(10);
@@ -120,15 +123,35 @@ pub async fn connect(d: &Arc<Driver>, req: &Value) -> OpResult {
 }
 
 /// Answers once the connection made a round trip to the server: jetcheck asks after a silence, to tell a quiet
-/// client from one that lost its server.
+/// client from one that lost its server. Client::flush() only writes the client's buffer to the socket, and the
+/// client has no ping call, so the round trip is a message to an inbox of its own, which the server echoes back.
 pub async fn ping(d: &Arc<Driver>, id: &str) -> OpResult {
     let s = d.session(id)?;
-    match tokio::time::timeout(API_TIMEOUT, s.client.flush()).await {
-        Ok(Ok(())) => Ok(json!({})),
-        Ok(Err(e)) => Err(Fail::new("connection", crate::out::describe(&e))),
+    let round_trip = async {
+        let inbox = s.client.new_inbox();
+        let mut echo = s
+            .client
+            .subscribe(inbox.clone())
+            .await
+            .map_err(|e| Fail::new("connection", describe(&e)))?;
+        s.client
+            .publish(inbox, bytes::Bytes::new())
+            .await
+            .map_err(|e| Fail::new("connection", describe(&e)))?;
+        s.client
+            .flush()
+            .await
+            .map_err(|e| Fail::new("connection", describe(&e)))?;
+        let back = echo.next().await;
+        let _ = echo.unsubscribe().await;
+        back.map(|_| json!({}))
+            .ok_or_else(|| Fail::new("connection", "the client closed the subscription"))
+    };
+    match tokio::time::timeout(API_TIMEOUT, round_trip).await {
+        Ok(result) => result,
         Err(_) => Err(Fail::new(
             "timeout",
-            format!("Client::flush took longer than {API_TIMEOUT:?}"),
+            format!("no round trip to the server within {API_TIMEOUT:?}"),
         )),
     }
 }
