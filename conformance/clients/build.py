@@ -142,6 +142,7 @@ def _run(command: list[str], cwd: Path, what: str, env: dict[str, str] | None = 
         lines = [line.strip() for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]
         lines = [line for line in lines if not re.search(r"complete log of this run|^npm error code", line)]
         telling = [line for line in lines if re.search(r"no matching|not found|unknown revision|invalid", line, re.I)]
+        telling += [line for line in lines if re.match(r"error\[E\d+\]", line)]  # rustc's, after cargo's own
         errors = [line for line in lines if re.search(r"err", line, re.IGNORECASE)]
         said = telling[0] if telling else (errors or lines or [f"exit status {proc.returncode}"])[-1]
         raise ConfigError(f"{what}: `{' '.join(command[:3])}` failed: {said}")
