@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use crate::out::wall_ns;
 use crate::{b64, f64_arg, i64_arg, str_arg, unsupported_op, Driver, Fail, OpResult};
 
-pub const OPS: &[&str] = &["load_publish", "load_consume", "load_stop"];
+pub const OPS: &[&str] = &["load_publish", "load_consume", "load_kv", "load_stop"];
 
 const DEFAULT_BATCH: Duration = Duration::from_millis(50);
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -69,6 +69,7 @@ pub struct PublishRun {
 pub enum Run {
     Publish(Arc<PublishRun>),
     Consume(Arc<ConsumeRun>),
+    Kv(Arc<KvRun>),
 }
 
 struct Pending {
@@ -82,6 +83,7 @@ pub async fn handle(d: &Arc<Driver>, op: &str, req: &Value) -> OpResult {
     match op {
         "load_publish" => load_publish(d, req).await,
         "load_consume" => load_consume(d, req).await,
+        "load_kv" => load_kv(d, req).await,
         "load_stop" => load_stop(d, req).await,
         _ => Err(unsupported_op(op)),
     }
@@ -339,6 +341,7 @@ async fn load_stop(d: &Arc<Driver>, req: &Value) -> OpResult {
     Ok(match run {
         Run::Publish(run) => run.finish(at).await,
         Run::Consume(run) => run.finish(at).await,
+        Run::Kv(run) => run.finish(at).await,
     })
 }
 
@@ -541,5 +544,223 @@ impl ConsumeRun {
         self.flush();
         let log = self.log.lock().unwrap();
         json!({"ops": log.ops, "fetches": log.fetches, "failed": log.failed})
+    }
+}
+
+// --- kv: put then get of the same key, on a schedule ----------------------------------------------------------
+
+const KV_PUT: i64 = 0;
+const KV_GET: i64 = 1;
+const KV_OP_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub struct KvRun {
+    d: Arc<Driver>,
+    sub: String,
+    log: Mutex<RowLog>,
+    store: async_nats::jetstream::kv::Store,
+    keys: Vec<String>,
+    payload: bytes::Bytes,
+    stop_at: AtomicI64,
+    stopping: watch::Sender<bool>,
+    last_put: AtomicI64, // the key whose put was acknowledged last; -1: none yet
+    scheduled: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    flusher: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+async fn load_kv(d: &Arc<Driver>, req: &Value) -> OpResult {
+    let sub = str_arg(req, "sub").to_string();
+    let keys: Vec<String> = req
+        .get("keys")
+        .and_then(Value::as_array)
+        .map(|k| k.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    let (max_inflight, rate) = (
+        i64_arg(req, "max_inflight").unwrap_or(0),
+        f64_arg(req, "rate").unwrap_or(0.0),
+    );
+    let size = i64_arg(req, "payload_size").unwrap_or(0);
+    if sub.is_empty()
+        || str_arg(req, "bucket").is_empty()
+        || keys.is_empty()
+        || max_inflight < 1
+        || rate < 0.0
+        || size < 0
+    {
+        return Err(Fail::new(
+            "invalid",
+            "load_kv needs sub, bucket, keys, max_inflight >= 1, rate >= 0, payload_size >= 0",
+        ));
+    }
+    let s = d.session(str_arg(req, "session"))?;
+    let store = crate::kv::store(&s, str_arg(req, "bucket")).await?;
+    let every = f64_arg(req, "batch_ms")
+        .filter(|ms| *ms > 0.0)
+        .map(|ms| Duration::from_secs_f64(ms / 1000.0));
+    let run = Arc::new(KvRun {
+        d: d.clone(),
+        sub: sub.clone(),
+        log: Mutex::default(),
+        store,
+        keys,
+        payload: bytes::Bytes::from(vec![b'x'; size as usize]),
+        stop_at: AtomicI64::new(NEVER),
+        stopping: watch::channel(false).0,
+        last_put: AtomicI64::new(-1),
+        scheduled: Mutex::default(),
+        flusher: Mutex::default(),
+    });
+    {
+        let mut runs = d.load_runs.lock().unwrap();
+        if runs.contains_key(&sub) {
+            return Err(Fail::new("invalid", format!("load sub {sub:?} exists")));
+        }
+        runs.insert(sub.clone(), Run::Kv(run.clone()));
+    }
+    let started = wall_ns();
+    let flush = run.clone();
+    *run.flusher.lock().unwrap() = Some(tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every.unwrap_or(DEFAULT_BATCH));
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            flush.flush();
+        }
+    }));
+    let window = Arc::new(Semaphore::new(max_inflight as usize));
+    *run.scheduled.lock().unwrap() = Some(tokio::spawn(run.clone().schedule(rate, started, window)));
+    Ok(json!({"started_ns": started}))
+}
+
+impl KvRun {
+    /// Operation i at its intended time (open loop: at most max_inflight outstanding, the rest logged as Overflow
+    /// puts) or one after the other (closed loop), as nats-py's KvUser; returns once every operation is logged.
+    async fn schedule(self: Arc<Self>, rate: f64, started: i64, window: Arc<Semaphore>) {
+        let mut inflight = tokio::task::JoinSet::new();
+        if rate <= 0.0 {
+            let mut index = 0;
+            while wall_ns() < self.stop_at.load(Ordering::SeqCst) {
+                self.one(index, wall_ns()).await;
+                index += 1;
+            }
+            return;
+        }
+        let mut stopping = self.stopping.subscribe();
+        let interval = 1e9 / rate;
+        let mut index: i64 = 0;
+        'schedule: loop {
+            let now = wall_ns();
+            loop {
+                let intended = started + (index as f64 * interval) as i64;
+                if intended > now {
+                    break;
+                }
+                if intended >= self.stop_at.load(Ordering::SeqCst) {
+                    break 'schedule;
+                }
+                match window.clone().try_acquire_owned() {
+                    Ok(permit) => {
+                        let run = self.clone();
+                        inflight.spawn(async move {
+                            run.one(index, intended).await;
+                            drop(permit);
+                        });
+                    }
+                    Err(_) => {
+                        let key = index / 2 % self.keys.len() as i64;
+                        self.record(KV_PUT, key, intended, now, now, 0, OVERFLOW);
+                    }
+                }
+                index += 1;
+            }
+            let next = started + (index as f64 * interval) as i64;
+            if next >= self.stop_at.load(Ordering::SeqCst) {
+                break;
+            }
+            let wait = Duration::from_nanos((next - wall_ns()).max(0) as u64);
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = stopping.wait_for(|s| *s) => {}
+            }
+        }
+        while inflight.join_next().await.is_some() {}
+    }
+
+    /// Operation `index`: even ones put key index/2, odd ones get the key whose put was acknowledged last.
+    async fn one(&self, index: i64, intended: i64) {
+        let mut op = KV_PUT;
+        let mut key = index / 2 % self.keys.len() as i64;
+        let last = self.last_put.load(Ordering::SeqCst);
+        if index % 2 == 1 && last >= 0 {
+            (op, key) = (KV_GET, last);
+        }
+        let name = &self.keys[key as usize];
+        let sent = wall_ns();
+        let result = if op == KV_PUT {
+            match tokio::time::timeout(KV_OP_TIMEOUT, self.store.put(name, self.payload.clone())).await {
+                Ok(Ok(revision)) => {
+                    self.last_put.store(key, Ordering::SeqCst);
+                    Ok(revision as i64)
+                }
+                Ok(Err(e)) => Err(format!("async_nats::jetstream::kv::PutError({:?})", e.kind())),
+                Err(_) => Err("Timeout".to_string()),
+            }
+        } else {
+            match tokio::time::timeout(KV_OP_TIMEOUT, self.store.entry(name)).await {
+                Ok(Ok(Some(entry))) => Ok(entry.revision as i64),
+                Ok(Ok(None)) => Err("KeyNotFound".to_string()),
+                Ok(Err(e)) => Err(format!("async_nats::jetstream::kv::EntryError({:?})", e.kind())),
+                Err(_) => Err("Timeout".to_string()),
+            }
+        };
+        match result {
+            Ok(revision) => self.record(op, key, intended, sent, wall_ns(), revision, ""),
+            Err(class) => self.record(op, key, intended, sent, wall_ns(), 0, &class),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record(&self, op: i64, key: i64, intended: i64, sent: i64, done: i64, revision: i64, class: &str) {
+        let mut log = self.log.lock().unwrap();
+        log.ops += 1;
+        match class {
+            "" => log.acked += 1,
+            OVERFLOW => log.overflow += 1,
+            _ => log.failed += 1,
+        }
+        let error = log.error_no(class);
+        log.rows
+            .extend_from_slice(&[op, key, intended, sent, done, revision, error, 0]);
+    }
+
+    fn flush(&self) {
+        let (rows, errors) = {
+            let mut log = self.log.lock().unwrap();
+            (std::mem::take(&mut log.rows), log.errors.clone())
+        };
+        if rows.is_empty() {
+            return;
+        }
+        let raw: Vec<u8> = rows.iter().flat_map(|v| v.to_le_bytes()).collect();
+        self.d
+            .out
+            .write(&json!({"type": "load", "sub": self.sub, "rows_b64": b64(&raw), "errors": errors}));
+    }
+
+    /// Ends the schedule at `at`; the operations in flight end within their own timeout and are logged.
+    async fn finish(self: Arc<Self>, at: i64) -> Value {
+        if at < self.stop_at.load(Ordering::SeqCst) {
+            self.stop_at.store(at, Ordering::SeqCst);
+        }
+        self.stopping.send_replace(true);
+        let scheduled = self.scheduled.lock().unwrap().take();
+        if let Some(scheduled) = scheduled {
+            let _ = scheduled.await;
+        }
+        if let Some(flusher) = self.flusher.lock().unwrap().take() {
+            flusher.abort();
+        }
+        self.flush();
+        let log = self.log.lock().unwrap();
+        json!({"ops": log.ops, "ok": log.acked, "overflow": log.overflow, "failed": log.failed})
     }
 }
