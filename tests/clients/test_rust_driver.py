@@ -335,6 +335,24 @@ async def test_load_publish_streams_a_row_per_acked_publish_before_load_stop_ans
     assert (await js.stream_info(name)).state.messages == counts["acked"]
 
 
+@pytest.mark.asyncio
+async def test_load_kv_puts_then_gets_the_key_put_last(driver, embedded_server):
+    """A closed-loop load_kv run alternates puts and gets; every operation is one row of eight int64s."""
+    await connected(driver, embedded_server.url)
+    bucket = f"RSLKV{uuid.uuid4().hex[:8]}"
+    await driver.ok("kv_create", session=SESSION, bucket=bucket, history=1, ttl_s=None)
+    await driver.ok("load_kv", session=SESSION, sub="k", bucket=bucket, keys=["a", "b"], payload_size=8, rate=0,
+                    max_inflight=1, batch_ms=20)  # fmt: skip
+    await driver.until(lambda: any(r["type"] == "load" and r["sub"] == "k" for r in driver.records))
+    counts = await driver.ok("load_stop", sub="k", at_ns=None)
+    raw = b"".join(base64.b64decode(r["rows_b64"]) for r in driver.records if r["type"] == "load" and r["sub"] == "k")
+    rows = [int.from_bytes(raw[i : i + 8], "little", signed=True) for i in range(0, len(raw), 8)]
+    ops = [rows[i] for i in range(0, len(rows), 8)]
+    assert counts["ops"] == counts["ok"] == len(ops) >= 2 and counts["failed"] == 0
+    assert ops[:2] == [0, 1]  # a put, then a get of the key it put
+    await driver.ok("kv_delete_bucket", session=SESSION, bucket=bucket)
+
+
 # ---- v3: watch ------------------------------------------------------------------------------------------------
 
 
