@@ -20,6 +20,9 @@ SHIPPED = (
     "jetcheck/conformance/clients/drivers/js/package.json",
     "jetcheck/conformance/clients/drivers/js/package-lock.json",
     "jetcheck/conformance/clients/drivers/js/driver.mjs",
+    "jetcheck/conformance/clients/drivers/rust/Cargo.toml",
+    "jetcheck/conformance/clients/drivers/rust/Cargo.lock",
+    "jetcheck/conformance/clients/drivers/rust/src/main.rs",
 )
 
 

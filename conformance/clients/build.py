@@ -28,6 +28,8 @@ from jetcheck.versions import InvalidVersion, Version, parse_version
 SOURCES = Path(__file__).with_name("drivers")
 JS_PACKAGE = "@nats-io/jetstream"
 GO_MODULE = "github.com/nats-io/nats.go"
+RUST_CRATE = "async-nats"
+CARGO_PLACES = (str(Path.home() / ".cargo" / "bin" / "cargo"),)  # rustup's cargo, often not on a service's PATH
 BUILD_TIMEOUT_S = 600
 DONE = ".built"  # written last into a finished build
 GO_FETCHES_TOOLCHAINS = parse_version("1.21")  # from this Go on, GOTOOLCHAIN=auto fetches the one go.mod asks for
@@ -58,6 +60,16 @@ def go_pinned_version(source: Path = SOURCES / "go") -> str:
     except OSError:
         return ""
     match = re.search(rf"^\s*(?:require\s+)?{re.escape(GO_MODULE)}\s+(v\S+)", text, re.MULTILINE)
+    return match.group(1) if match else ""
+
+
+def rust_pinned_version(source: Path = SOURCES / "rust") -> str:
+    """The async-nats version the repo's Cargo.lock pins ("" when there is none yet)."""
+    try:
+        text = (source / "Cargo.lock").read_text(encoding="utf-8")
+    except OSError:
+        return ""
+    match = re.search(rf'name = "{re.escape(RUST_CRATE)}"\nversion = "([^"]+)"', text)
     return match.group(1) if match else ""
 
 
@@ -130,12 +142,14 @@ def _run(command: list[str], cwd: Path, what: str, env: dict[str, str] | None = 
         lines = [line.strip() for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]
         lines = [line for line in lines if not re.search(r"complete log of this run|^npm error code", line)]
         telling = [line for line in lines if re.search(r"no matching|not found|unknown revision|invalid", line, re.I)]
+        telling += [line for line in lines if re.match(r"error\[E\d+\]", line)]  # rustc's, after cargo's own
         errors = [line for line in lines if re.search(r"err", line, re.IGNORECASE)]
         said = telling[0] if telling else (errors or lines or [f"exit status {proc.returncode}"])[-1]
         raise ConfigError(f"{what}: `{' '.join(command[:3])}` failed: {said}")
 
 
-BUILD_OUTPUTS = ("node_modules", "driver", ".gitignore")  # what a build makes, or a checkout may hold: not sources
+# what a build makes, or a checkout may hold (cargo's target/): not sources
+BUILD_OUTPUTS = ("node_modules", "driver", ".gitignore", "target")
 
 
 def source_digest(source: Path, suffixes: tuple[str, ...] | None = None) -> str:
@@ -349,6 +363,54 @@ def _declared_in(symbol: str, left_out: dict[str, tuple[str, str]]) -> str:
     return next((lacks for source, lacks in left_out.values() if declaration.search(source)), "")
 
 
+def find_cargo() -> str:
+    """PATH's cargo, else rustup's ~/.cargo/bin/cargo."""
+    for candidate in (shutil.which("cargo"), *CARGO_PLACES):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    raise ConfigError("the async-nats driver needs cargo (Rust), which is not on PATH nor in ~/.cargo/bin")
+
+
+def rust_driver(version: str = "", cache: Path | None = None, source: Path = SOURCES / "rust") -> list[str]:
+    """The command running the async-nats driver built against async-nats `version` (Cargo.lock's by default).
+
+    The pinned version builds `--locked` (exactly what the repo pins); another one sets the dependency to `=X` and
+    lets cargo resolve the rest. The build keeps only the binary; cargo's target directory is one per version beside
+    the builds (`<cache>/async-nats/.cargo-target/<version>`, cargo locks it), so a changed driver recompiles only
+    itself, not async-nats and tokio (minutes on two cores)."""
+    pinned = rust_pinned_version(source)
+    if not pinned:
+        raise ConfigError(f"the async-nats driver sources are missing: no async-nats in {source / 'Cargo.lock'}")
+    version = (version or pinned).removeprefix("v")
+    cargo = find_cargo()
+    env = {**os.environ, "CARGO_TERM_COLOR": "never"}
+    env["PATH"] = os.pathsep.join([str(Path(cargo).parent), env.get("PATH", "")])  # rustc beside cargo
+
+    def build(staging: Path) -> None:
+        what = f"building the async-nats driver for async-nats {version}"
+        env["CARGO_TARGET_DIR"] = str(target)
+        command = [cargo, "build", "--release", "--quiet"]
+        if version == pinned:
+            command.append("--locked")
+        else:
+            manifest = staging / "Cargo.toml"
+            text = manifest.read_text(encoding="utf-8")
+            text = re.sub(r'^async-nats = ".*"$', f'async-nats = "={version}"', text, count=1, flags=re.MULTILINE)
+            manifest.write_text(text, encoding="utf-8")
+        for path in staging.rglob("*"):  # copies keep their mtimes: cargo must not take the shared output as fresh
+            path.touch()
+        _run(command, staging, what, env)
+        shutil.copy2(target / "release" / "driver", staging / "driver")
+        for leftover in staging.iterdir():  # the binary needs nothing else: no sources
+            if leftover.name not in ("driver", DONE):
+                shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink()
+
+    root = (cache or cache_root()) / RUST_CRATE
+    target = root / ".cargo-target" / version  # one per version: two versions' builds never swap binaries
+    built = _built(root / version, source, build)
+    return [str(built / "driver")]
+
+
 NATSPY = "nats-py"
 
 
@@ -381,7 +443,7 @@ def natspy_release(version: str, cache: Path | None = None) -> Path | None:
 
 def prebuild() -> int:
     """Build every driver now (bootstrap, CI): one line each, ready or what is missing; never fails."""
-    for client, build in (("nats.js", js_driver), ("nats.go", go_driver)):
+    for client, build in (("nats.js", js_driver), ("nats.go", go_driver), (RUST_CRATE, rust_driver)):
         try:
             command = build()
         except ConfigError as exc:

@@ -1,7 +1,8 @@
 """The clients jetcheck drives through a driver process (drivers/PROTOCOL.md): what each documents, how each runs.
 
 `--client nats.js` certifies @nats-io/jetstream at the version drivers/js/package-lock.json pins, `nats.js@3.1.0`
-another release; `nats.go` / `nats.go@v1.48.0` likewise for github.com/nats-io/nats.go/jetstream. `+<mode>` makes
+another release; `nats.go` / `nats.go@v1.48.0` likewise for github.com/nats-io/nats.go/jetstream, and `async-nats` /
+`async-nats@0.42.0` for the Rust crate async-nats. `+<mode>` makes
 the driver misreport in that way (a deliberate deviation for the suite's own proofs; results carry the suffix).
 """
 
@@ -14,7 +15,7 @@ import threading
 from jetcheck.errors import ConfigError
 
 from .base import Documented
-from .build import go_driver, go_pinned_version, js_driver, js_pinned_version
+from .build import go_driver, go_pinned_version, js_driver, js_pinned_version, rust_driver, rust_pinned_version
 from .driver import DriverAdapter
 
 NS = 1_000_000_000
@@ -126,9 +127,59 @@ GO_DOCUMENTED = Documented(
     },
 )
 
+# async-nats 0.51.0, read from its source (src/ paths below are the crate's).
+RUST_DOCUMENTED = Documented(
+    # pull.rs ordered_batch_config(): DEFAULT_IDLE_HEARTBEAT 15 s, at most half the 30 s DEFAULT_EXPIRES
+    ordered_idle_heartbeat_s=15.0,
+    # Consumer::stream() and push Consumer::messages() yield an Err of kind MissingHeartbeat after 2 intervals
+    # (consumer/mod.rs poll_missed_heartbeat sleeps idle_heartbeat * 2); the ordered pull consumer keeps them to
+    # itself: on the second in a row it recreates its consumer (pull.rs Ordered::poll_next).
+    missed_heartbeats="an Err of kind MessagesErrorKind::MissingHeartbeat from the consumer's message stream "
+    "(pull Consumer::stream(), push Consumer::messages()) once 2 heartbeat intervals pass without one",
+    heartbeat_behaviour="the pull stream issues a new pull request and goes on; the ordered consumer recreates its "
+    "consumer after two in a row without telling the application; a fetch (Batch) ignores heartbeats",
+    # StreamBuilder::heartbeat and BatchBuilder::heartbeat take any Duration: no bound of the client's own
+    min_idle_heartbeat_s=0.0,
+    below_min_heartbeat="",
+    ordered_kind="pull",
+    # pull.rs From<OrderedConfig> for Config / IntoConsumerConfig: ack none, max_deliver 1, inactive_threshold 30 s,
+    # num_replicas 1, memory storage, no durable name
+    ordered_config={
+        "durable_name": None,
+        "ack_policy": "none",
+        "max_deliver": 1,
+        "mem_storage": True,
+        "num_replicas": 1,
+        "inactive_threshold": 30 * NS,
+    },
+    consumes="pull",
+    # object_store/mod.rs: watch() (DeliverPolicy::New, only later changes) and watch_with_history()
+    object_watch_updates_only=True,
+    sources={
+        "ordered_idle_heartbeat_s": "async-nats src/jetstream/consumer/pull.rs ordered_batch_config(): "
+        "DEFAULT_IDLE_HEARTBEAT (15 s) clamped to half of DEFAULT_EXPIRES (30 s)",
+        "missed_heartbeats": "async-nats src/jetstream/consumer/pull.rs MessagesErrorKind::MissingHeartbeat "
+        "('missed idle heartbeat'); consumer/push.rs Messages::poll_next; consumer/mod.rs poll_missed_heartbeat",
+        "heartbeat_behaviour": "async-nats src/jetstream/consumer/pull.rs Ordered::poll_next (recreate on the second "
+        "missed heartbeat), Batch::poll_next (IDLE_HEARTBEAT skipped)",
+        "min_idle_heartbeat_s": "async-nats src/jetstream/consumer/pull.rs StreamBuilder::heartbeat(Duration), "
+        "BatchBuilder::heartbeat(Duration): no lower bound (the server validates heartbeat against expires)",
+        "below_min_heartbeat": "async-nats src/jetstream/consumer/pull.rs: no minimum, so nothing is raised or refused",
+        "missed_heartbeats_after": "async-nats src/jetstream/consumer/mod.rs poll_missed_heartbeat: "
+        "idle_heartbeat.saturating_mul(2)",
+        "ordered_kind": "async-nats src/jetstream/consumer/pull.rs OrderedConfig: a pull consumer (Stream::messages)",
+        "ordered_config": "async-nats src/jetstream/consumer/pull.rs IntoConsumerConfig for OrderedConfig: "
+        "AckPolicy::None, max_deliver 1, inactive_threshold 30 s, num_replicas 1, memory_storage, no durable_name",
+        "consumes": "async-nats src/jetstream/consumer/pull.rs Consumer::stream()/messages() on a pull consumer",
+        "object_watch_updates_only": "async-nats src/jetstream/object_store/mod.rs ObjectStore::watch(): "
+        "DeliverPolicy::New",
+    },
+)
+
 DRIVEN = {
     "nats.js": (JS_DOCUMENTED, js_driver, js_pinned_version),
     "nats.go": (GO_DOCUMENTED, go_driver, go_pinned_version),
+    "async-nats": (RUST_DOCUMENTED, rust_driver, rust_pinned_version),
 }
 _VERSION = re.compile(r"v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?")
 

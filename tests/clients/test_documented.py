@@ -11,10 +11,10 @@ import pytest
 
 from jetcheck.conformance.checks.test_ordered import ADR17_PUSH_CONFIG, ORDERED_KEYS
 from jetcheck.conformance.clients.base import Documented
-from jetcheck.conformance.clients.driven import GO_DOCUMENTED, JS_DOCUMENTED
+from jetcheck.conformance.clients.driven import GO_DOCUMENTED, JS_DOCUMENTED, RUST_DOCUMENTED
 from jetcheck.conformance.clients.natspy import DOCUMENTED as PY_DOCUMENTED
 
-TABLES = {"nats-py": PY_DOCUMENTED, "nats.js": JS_DOCUMENTED, "nats.go": GO_DOCUMENTED}
+TABLES = {"nats-py": PY_DOCUMENTED, "nats.js": JS_DOCUMENTED, "nats.go": GO_DOCUMENTED, "async-nats": RUST_DOCUMENTED}
 ENTRIES = [f.name for f in dataclasses.fields(Documented) if f.name not in ("sources", "of_release")]
 
 
