@@ -129,6 +129,7 @@ GO_DOCUMENTED = Documented(
 
 # async-nats 0.51.0, read from its source (src/ paths below are the crate's).
 RUST_DOCUMENTED = Documented(
+    of_release=rust_pinned_version(),
     # pull.rs ordered_batch_config(): DEFAULT_IDLE_HEARTBEAT 15 s, at most half the 30 s DEFAULT_EXPIRES
     ordered_idle_heartbeat_s=15.0,
     # Consumer::stream() and push Consumer::messages() yield an Err of kind MissingHeartbeat after 2 intervals
