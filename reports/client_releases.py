@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from jetcheck.verdict import worst_status
+from jetcheck.verdict import FAILING, worst_status
 from jetcheck.versions import version_sort_key
 
 MESSAGE_CHARS = 300  # a cell's tooltip: the start of the check's message
@@ -57,7 +57,11 @@ def client_release_grids(results: pd.DataFrame) -> list[dict[str, Any]]:
                         "changed": len({s for s in statuses if s}) > 1,
                     }
                 )
-            areas.append({"area": area, "rows": rows, "changed": sum(row["changed"] for row in rows)})
+            changed = sum(row["changed"] for row in rows)
+            failing = any(cell["status"] in FAILING for row in rows for cell in row["cells"])
+            # one release has nothing to change: its failing areas are the ones to read first
+            opened = bool(changed) or (len(columns) == 1 and failing)
+            areas.append({"area": area, "rows": rows, "changed": changed, "open": opened})
         counts = []
         for column in columns:
             here = cells[cells.index.get_level_values("column") == column].value_counts()
@@ -67,7 +71,7 @@ def client_release_grids(results: pd.DataFrame) -> list[dict[str, Any]]:
                 "name": name,
                 "columns": columns,
                 "counts": counts,
-                "areas": sorted(areas, key=lambda a: (-a["changed"], a["area"])),
+                "areas": sorted(areas, key=lambda a: (-a["changed"], not a["open"], a["area"])),
                 "changed": sum(a["changed"] for a in areas),
                 "rules": len(rules),
             }

@@ -50,6 +50,15 @@ def test_each_client_is_a_grid_of_its_releases_oldest_first_with_changing_rules_
     assert changes["cells"][0]["message"] == "nats.go 1.2.0 said so"
     assert go["counts"][0] == "1 / 1 / 1" and go["counts"][-1] == "3 / 0 / 0"  # pass / fail / na per release
     assert go["changed"] == 2 and [a["area"] for a in go["areas"]] == ["kv", "ordered"]
+    newest = fifty_result_sets()
+    newest = newest[newest["client"].str.endswith(" 1.11.0")]
+    (one,) = [g for g in client_release_grids(newest) if g["name"] == "jnats"]
+    assert [(a["area"], a["open"]) for a in one["areas"]] == [("kv", False), ("ordered", False)]
+    oldest = fifty_result_sets()
+    (first,) = [g for g in client_release_grids(oldest[oldest["client"] == "jnats 1.2.0"])]
+    assert [(a["area"], a["open"]) for a in first["areas"]] == [("kv", True), ("ordered", False)], (
+        "with one release, the areas with a failing rule open"
+    )
 
 
 def test_the_html_folds_each_client_and_area_and_the_flat_matrix_when_it_is_wide():
