@@ -202,8 +202,8 @@ def _choice(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
-CLIENTS = ("nats-py", "nats.js", "nats.go")
-DRIVEN_CLIENTS = ("nats.js", "nats.go")  # run through a driver process; `@version` picks a release
+CLIENTS = ("nats-py", "nats.js", "nats.go", "jnats")
+DRIVEN_CLIENTS = ("nats.js", "nats.go", "jnats")  # run through a driver process; `@version` picks a release
 
 
 def _client(value: str) -> str:

@@ -42,6 +42,6 @@ if ! .venv/bin/python -c "import jetcheck, pytest_asyncio, pyspark, locust" >/de
   touch .venv/.jetcheck-installed
 fi
 
-# The nats.js and nats.go drivers (--client): built now into jetcheck's cache so no run pays for it; a missing
-# node/npm or Go is one line here and matters only to that client's runs.
+# The nats.js, nats.go and jnats drivers (--client): built now into jetcheck's cache so no run pays for it; a missing
+# node/npm, Go or java/mvn is one line here and matters only to that client's runs.
 .venv/bin/python -m jetcheck.conformance.clients.build || true

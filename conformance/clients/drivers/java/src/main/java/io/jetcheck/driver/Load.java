@@ -1,0 +1,317 @@
+package io.jetcheck.driver;
+
+import io.nats.client.JetStreamApiException;
+import io.nats.client.Message;
+import io.nats.client.api.PublishAck;
+import io.nats.client.impl.Headers;
+import io.nats.client.impl.NatsMessage;
+import io.nats.client.support.JsonValue;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Load (../PROTOCOL.md "Load"): an open- or closed-loop publisher of JetStream.publishAsync, scheduled, sent and
+ * acknowledged here; jetcheck only starts and stops a run and receives every operation's times in batches.
+ */
+final class Load {
+    static final List<String> OPS = List.of("load_publish", "load_stop");
+    static final long NEVER = Long.MAX_VALUE;
+    static final long DRAIN_NS = 10_000_000_000L;
+    static final String OVERFLOW = "Overflow";
+    static final String UNACKED = "Unacknowledged";
+    private final Main d;
+    private final Map<String, Run> runs = new ConcurrentHashMap<>();
+
+    Load(Main d) {
+        this.d = d;
+    }
+
+    /** The op log's clock: wall-clock ns, as Python's time.time_ns() on this machine. */
+    static long wallNs() {
+        java.time.Instant now = java.time.Instant.now();
+        return now.getEpochSecond() * 1_000_000_000L + now.getNano();
+    }
+
+    Object handle(String op, JsonValue req) throws Exception {
+        switch (op) {
+            case "load_publish":
+                return publish(req);
+            case "load_stop": {
+                Run run = runs.remove(Json.str(req, "sub"));
+                if (run == null) {
+                    throw new Failure("invalid", "no load sub \"" + Json.str(req, "sub") + "\"");
+                }
+                long at = wallNs();
+                Long asked = Json.lng(req, "at_ns");
+                if (asked != null && asked < at) {
+                    at = asked;
+                }
+                return run.finish(at);
+            }
+            default:
+                throw new Failure("unsupported", "op \"" + op + "\" is not implemented by the jnats driver "
+                        + "(its load runs async publishes only)");
+        }
+    }
+
+    /** A run's rows (six int64s per publish) and error classes until the next flush. */
+    final class Run {
+        final String sub;
+        final String subject;
+        final double rate;
+        final int maxInflight;
+        final boolean stamp;
+        final byte[] payload;
+        final Session session;
+        final Semaphore window;
+        final Map<Long, Pending> pending = new ConcurrentHashMap<>();
+        volatile long stopAt = NEVER;
+        final CountDownLatch scheduled = new CountDownLatch(1);
+        private long seq;
+        private long next; // key of the next pending publish
+        // guarded by this
+        private long[] rows = new long[6 * 1024];
+        private int used;
+        private final List<String> errors = new ArrayList<>();
+        private final Map<String, Long> errIndex = new HashMap<>();
+        private long ops;
+        private long acked;
+        private long overflow;
+        private long failed;
+        private ScheduledFuture<?> flusher;
+
+        Run(Session session, JsonValue req) {
+            this.session = session;
+            sub = Json.str(req, "sub");
+            subject = Json.str(req, "subject");
+            Double r = Json.dbl(req, "rate");
+            rate = r == null ? 0 : r;
+            Long mi = Json.lng(req, "max_inflight");
+            maxInflight = mi == null ? 0 : mi.intValue();
+            stamp = Json.bool(req, "stamp");
+            Long size = Json.lng(req, "payload_size");
+            payload = new byte[size == null ? 0 : size.intValue()];
+            Arrays.fill(payload, (byte) 'x');
+            window = new Semaphore(Math.max(1, maxInflight));
+        }
+
+        final class Pending {
+            final long intended;
+            final long sent;
+            final AtomicBoolean logged = new AtomicBoolean();
+
+            Pending(long intended, long sent) {
+                this.intended = intended;
+                this.sent = sent;
+            }
+        }
+
+        void start(double batchMs) {
+            long every = (long) ((batchMs > 0 ? batchMs : 50) * 1_000_000);
+            flusher = d.timers.scheduleAtFixedRate(this::flush, every, every, TimeUnit.NANOSECONDS);
+            long started = wallNs();
+            Thread t = new Thread(() -> schedule(started), "load-" + sub);
+            t.setDaemon(true);
+            t.start();
+            this.startedNs = started;
+        }
+
+        long startedNs;
+
+        private void schedule(long started) {
+            try {
+                if (rate <= 0) {
+                    while (true) {
+                        window.acquireUninterruptibly();
+                        long now = wallNs();
+                        if (now >= stopAt) {
+                            window.release();
+                            return;
+                        }
+                        send(now);
+                    }
+                }
+                double interval = 1e9 / rate;
+                for (long index = 0; ; ) {
+                    long now = wallNs();
+                    while (true) {
+                        long intended = started + (long) (index * interval);
+                        if (intended > now) {
+                            break;
+                        }
+                        if (intended >= stopAt) {
+                            return;
+                        }
+                        if (window.tryAcquire()) {
+                            send(intended);
+                        } else { // max_inflight outstanding: this one is not sent, and says so
+                            record(intended, now, now, 0, OVERFLOW, 0);
+                        }
+                        index++;
+                    }
+                    long nextAt = started + (long) (index * interval);
+                    if (nextAt >= stopAt) {
+                        return;
+                    }
+                    long wait = nextAt - wallNs();
+                    if (wait > 0) {
+                        LockSupport.parkNanos(wait);
+                    }
+                }
+            } finally {
+                scheduled.countDown();
+            }
+        }
+
+        private void send(long intended) {
+            long sent = wallNs();
+            Headers headers = null;
+            if (stamp) {
+                seq++;
+                headers = new Headers().put("Jc-Ts", Long.toString(sent)).put("Jc-Seq", Long.toString(seq));
+            }
+            Message msg = NatsMessage.builder().subject(subject).headers(headers).data(payload).build();
+            Pending p = new Pending(intended, sent);
+            long key = next++;
+            pending.put(key, p);
+            CompletableFuture<PublishAck> future;
+            try {
+                future = session.js.publishAsync(msg);
+            } catch (RuntimeException e) {
+                done(key, p, null, e);
+                return;
+            }
+            future.whenComplete((ack, err) -> done(key, p, ack, err));
+        }
+
+        private void done(long key, Pending p, PublishAck ack, Throwable err) {
+            if (!p.logged.compareAndSet(false, true)) {
+                return; // given up as unacknowledged already
+            }
+            pending.remove(key);
+            window.release();
+            if (err == null && ack != null && !ack.hasError()) {
+                record(p.intended, p.sent, wallNs(), ack.getSeqno(), "", 0);
+                return;
+            }
+            Throwable cause = err instanceof java.util.concurrent.CompletionException && err.getCause() != null
+                    ? err.getCause() : err;
+            if (cause instanceof JetStreamApiException api) {
+                record(p.intended, p.sent, wallNs(), 0, cause.getClass().getSimpleName(), api.getApiErrorCode());
+            } else {
+                record(p.intended, p.sent, wallNs(), 0, cause == null ? "PublishAck" : cause.getClass().getSimpleName(), 0);
+            }
+        }
+
+        synchronized void record(long intended, long sent, long acked, long streamSeq, String cls, long code) {
+            ops++;
+            switch (cls) {
+                case "" -> this.acked++;
+                case OVERFLOW -> overflow++;
+                default -> failed++;
+            }
+            long errorNo = 0;
+            if (!cls.isEmpty()) {
+                Long index = errIndex.get(cls);
+                if (index == null) {
+                    errors.add(cls);
+                    index = (long) errors.size();
+                    errIndex.put(cls, index);
+                }
+                errorNo = index;
+            }
+            if (used + 6 > rows.length) {
+                rows = Arrays.copyOf(rows, rows.length * 2);
+            }
+            rows[used++] = intended;
+            rows[used++] = sent;
+            rows[used++] = acked;
+            rows[used++] = streamSeq;
+            rows[used++] = errorNo;
+            rows[used++] = code;
+        }
+
+        void flush() {
+            long[] taken;
+            int n;
+            List<String> names;
+            synchronized (this) {
+                if (used == 0) {
+                    return;
+                }
+                taken = rows;
+                n = used;
+                rows = new long[Math.max(6 * 1024, n)];
+                used = 0;
+                names = new ArrayList<>(errors);
+            }
+            ByteBuffer buf = ByteBuffer.allocate(8 * n).order(ByteOrder.LITTLE_ENDIAN);
+            for (int i = 0; i < n; i++) {
+                buf.putLong(taken[i]);
+            }
+            Map<String, Object> record = new LinkedHashMap<>();
+            record.put("type", "load");
+            record.put("sub", sub);
+            record.put("rows_b64", Base64.getEncoder().encodeToString(buf.array()));
+            record.put("errors", names);
+            d.out.write(record);
+        }
+
+        Map<String, Object> finish(long at) throws InterruptedException {
+            if (at < stopAt) {
+                stopAt = at;
+            }
+            scheduled.await();
+            long deadline = System.nanoTime() + DRAIN_NS;
+            while (!pending.isEmpty() && System.nanoTime() < deadline) {
+                Thread.sleep(5); // the acks arrive on the client's threads; nothing to wait on but their count
+            }
+            for (Map.Entry<Long, Pending> e : pending.entrySet()) {
+                Pending p = e.getValue();
+                if (p.logged.compareAndSet(false, true)) {
+                    pending.remove(e.getKey());
+                    record(p.intended, p.sent, wallNs(), 0, UNACKED, 0);
+                }
+            }
+            flusher.cancel(false);
+            flush();
+            synchronized (this) {
+                Map<String, Object> m = new LinkedHashMap<>();
+                m.put("ops", ops);
+                m.put("acked", acked);
+                m.put("overflow", overflow);
+                m.put("failed", failed);
+                return m;
+            }
+        }
+    }
+
+    private Object publish(JsonValue req) throws Exception {
+        Session s = d.session(req);
+        Run run = new Run(s, req);
+        if (run.sub.isEmpty() || run.subject.isEmpty() || run.maxInflight < 1 || run.rate < 0) {
+            throw new Failure("invalid", "load_publish needs sub, subject, max_inflight >= 1, rate >= 0, payload_size >= 0");
+        }
+        if (runs.putIfAbsent(run.sub, run) != null) {
+            throw new Failure("invalid", "load sub \"" + run.sub + "\" exists");
+        }
+        Double batchMs = Json.dbl(req, "batch_ms");
+        run.start(batchMs == null ? 50 : batchMs);
+        return Map.of("started_ns", run.startedNs);
+    }
+}
