@@ -1,4 +1,4 @@
-package io.jetcheck.driver;
+package io.jetcheck.jnats;
 
 import io.nats.client.AuthHandler;
 import io.nats.client.Connection;

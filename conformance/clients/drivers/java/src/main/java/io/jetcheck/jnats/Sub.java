@@ -1,4 +1,4 @@
-package io.jetcheck.driver;
+package io.jetcheck.jnats;
 
 import io.nats.client.JetStreamSubscription;
 import io.nats.client.Message;

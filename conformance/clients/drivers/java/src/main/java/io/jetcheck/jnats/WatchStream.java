@@ -1,4 +1,4 @@
-package io.jetcheck.driver;
+package io.jetcheck.jnats;
 
 import java.util.LinkedHashMap;
 import java.util.Map;

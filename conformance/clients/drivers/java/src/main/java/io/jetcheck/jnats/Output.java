@@ -1,4 +1,4 @@
-package io.jetcheck.driver;
+package io.jetcheck.jnats;
 
 import java.io.BufferedOutputStream;
 import java.io.IOException;
