@@ -95,7 +95,19 @@ final class Features {
         }
         List<Map<String, Object>> deliveries = new ArrayList<>();
         String ending = "";
-        try (FetchConsumer fc = ctx.fetch(fo.build())) {
+        FetchConsumer pull;
+        try {
+            pull = ctx.fetch(fo.build());
+        } catch (java.io.IOException e) {
+            if (String.valueOf(e.getMessage()).startsWith("Pinned not allowed")) {
+                // jnats keeps a pin id only inside one consume()/iterate() (PullMessageManager.currentPinId) and
+                // refuses fetch and next on a pinned_client consumer (NatsConsumerContext.checkNotPinned)
+                throw new Failure("unsupported", "jnats has no fetch from a pinned_client priority group: "
+                        + Failure.describe(e) + " (NatsConsumerContext.checkNotPinned)");
+            }
+            throw e;
+        }
+        try (FetchConsumer fc = pull) {
             while (true) {
                 Message msg = fc.nextMessage();
                 if (msg == null) {

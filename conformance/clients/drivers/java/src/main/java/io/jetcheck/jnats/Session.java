@@ -61,14 +61,16 @@ final class Session {
             throw new Failure("invalid", "connect needs session and url");
         }
         Double waitS = Json.dbl(req, "reconnect_wait_s");
+        Duration wait = Duration.ofNanos((long) ((waitS == null ? 0.1 : waitS) * 1e9));
         Session s = new Session(d, id);
         Options.Builder ob = Options.builder()
                 .server(url)
                 .connectionName("jetcheck-driver-java")
                 .maxReconnects(-1)
-                .reconnectWait(Duration.ofNanos((long) ((waitS == null ? 0.1 : waitS) * 1e9)))
-                // the protocol asks for reconnect_wait_s between attempts, not plus a random jitter
-                .reconnectJitter(Duration.ZERO)
+                // The protocol asks for reconnect_wait_s between attempts, not plus a random jitter. Not through
+                // reconnectJitter(Duration.ZERO): jnats then calls ThreadLocalRandom.nextLong(0), whose
+                // IllegalArgumentException ends its reconnect thread for good (docs/clients/jnats.md).
+                .reconnectDelayHandler(attempt -> wait)
                 .errorListener(s.errorListener())
                 .connectionListener(s.connectionListener());
         JsonValue creds = Json.get(req, "credentials");
