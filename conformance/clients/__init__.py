@@ -1,10 +1,10 @@
 """Clients under test, behind one adapter interface (base.ClientAdapter); `--jetcheck-client` picks one.
 
 `nats-py[@version]` is the real client (another release than the installed one runs with it first on PYTHONPATH:
-client_environment). `nats.js[@version]`, `nats.go[@version]` and `jnats[@version]` run through a driver process (driven.py,
-drivers/PROTOCOL.md). `<client>+<variant>` is a deliberate deviation or a reference behaviour, for a test suite's own
-proofs; the product knows none: a plugin registers them (register_variant; the suite's own are jetcheck.testing's,
-which its pytest plugin registers), and every result's `client.name` carries them.
+client_environment). `nats.js[@version]`, `nats.go[@version]` and `jnats[@version]` run through a driver process
+(driven.py, drivers/PROTOCOL.md). `<client>+<variant>` is a deliberate deviation or a reference behaviour, for a test
+suite's own proofs; the product knows none: a plugin registers them (register_variant; the suite's own are
+jetcheck.testing's, which its pytest plugin registers), and every result's `client.name` carries them.
 """
 
 from __future__ import annotations

@@ -140,7 +140,12 @@ def _run(command: list[str], cwd: Path, what: str, env: dict[str, str] | None = 
         raise ConfigError(f"{what}: `{' '.join(command[:3])}` failed: {said}")
 
 
-BUILD_OUTPUTS = ("node_modules", "driver", ".gitignore", "target")  # what a build makes, or a checkout may hold: not sources
+BUILD_OUTPUTS = (
+    "node_modules",
+    "driver",
+    ".gitignore",
+    "target",
+)  # what a build makes, or a checkout may hold: not sources
 
 
 def source_digest(source: Path, suffixes: tuple[str, ...] | None = None) -> str:
