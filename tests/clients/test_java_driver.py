@@ -172,11 +172,16 @@ async def test_a_fetch_with_fewer_messages_ends_at_its_expiry_as_a_timeout(drive
 
 @pytest.mark.asyncio
 async def test_push_and_a_durable_queue_bound_by_a_second_member(driver, stream, embedded_server):
-    """`push` creates a push consumer through JetStream.subscribe; a second member binds the durable as it is."""
+    """`push` creates a push consumer through JetStream.subscribe; a second member binds the durable as it is; a
+    queue member with an idle heartbeat is the client's refusal ("[SUB-90006] Flow Control and/or heartbeat is not
+    valid in queue mode")."""
     js, name = stream
     await connected(driver, embedded_server.url)
+    refused = await driver.call("push", session="s", sub="hb", stream=name, subject=f"{name}.>", idle_heartbeat_s=1.0,
+                                durable="H", queue="H", inactive_threshold_s=None)  # fmt: skip
+    assert refused["error"]["kind"] == "invalid" and "SUB-90006" in refused["error"]["message"]
     for sub in ("m1", "m2"):
-        await driver.ok("push", session="s", sub=sub, stream=name, subject=f"{name}.>", idle_heartbeat_s=1.0,
+        await driver.ok("push", session="s", sub=sub, stream=name, subject=f"{name}.>", idle_heartbeat_s=None,
                         durable="Q", queue="Q", inactive_threshold_s=None)  # fmt: skip
         if sub == "m1":
             first = (await js.consumer_info(name, "Q")).config
