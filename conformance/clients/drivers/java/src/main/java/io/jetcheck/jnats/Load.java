@@ -6,12 +6,7 @@ import io.nats.client.api.PublishAck;
 import io.nats.client.impl.Headers;
 import io.nats.client.impl.NatsMessage;
 import io.nats.client.support.JsonValue;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Base64;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -29,13 +24,18 @@ import java.util.concurrent.locks.LockSupport;
  * acknowledged here; jetcheck only starts and stops a run and receives every operation's times in batches.
  */
 final class Load {
-    static final List<String> OPS = List.of("load_publish", "load_stop");
+    static final List<String> OPS = List.of("load_publish", "load_consume", "load_stop");
     static final long NEVER = Long.MAX_VALUE;
     static final long DRAIN_NS = 10_000_000_000L;
     static final String OVERFLOW = "Overflow";
     static final String UNACKED = "Unacknowledged";
     private final Main d;
-    private final Map<String, Run> runs = new ConcurrentHashMap<>();
+    private final Map<String, Stoppable> runs = new ConcurrentHashMap<>();
+
+    /** A publish or consume run: load_stop stops it, waits for its last rows and answers its counts. */
+    interface Stoppable {
+        Map<String, Object> finish(long at) throws Exception;
+    }
 
     Load(Main d) {
         this.d = d;
@@ -51,8 +51,15 @@ final class Load {
         switch (op) {
             case "load_publish":
                 return publish(req);
+            case "load_consume": {
+                LoadConsume run = new LoadConsume(d, d.session(req), req);
+                if (runs.putIfAbsent(run.sub, run) != null) {
+                    throw new Failure("invalid", "load sub \"" + run.sub + "\" exists");
+                }
+                return Map.of("started_ns", run.start());
+            }
             case "load_stop": {
-                Run run = runs.remove(Json.str(req, "sub"));
+                Stoppable run = runs.remove(Json.str(req, "sub"));
                 if (run == null) {
                     throw new Failure("invalid", "no load sub \"" + Json.str(req, "sub") + "\"");
                 }
@@ -65,12 +72,12 @@ final class Load {
             }
             default:
                 throw new Failure("unsupported", "op \"" + op + "\" is not implemented by the jnats driver "
-                        + "(its load runs async publishes only)");
+                        + "(its load runs async publishes and pull consumers)");
         }
     }
 
     /** A run's rows (six int64s per publish) and error classes until the next flush. */
-    final class Run {
+    final class Run implements Stoppable {
         final String sub;
         final String subject;
         final double rate;
@@ -84,11 +91,8 @@ final class Load {
         final CountDownLatch scheduled = new CountDownLatch(1);
         private long seq;
         private long next; // key of the next pending publish
+        final RowLog log;
         // guarded by this
-        private long[] rows = new long[6 * 1024];
-        private int used;
-        private final List<String> errors = new ArrayList<>();
-        private final Map<String, Long> errIndex = new HashMap<>();
         private long ops;
         private long acked;
         private long overflow;
@@ -108,6 +112,7 @@ final class Load {
             payload = new byte[size == null ? 0 : size.intValue()];
             Arrays.fill(payload, (byte) 'x');
             window = new Semaphore(Math.max(1, maxInflight));
+            log = new RowLog(d, sub, null);
         }
 
         final class Pending {
@@ -123,7 +128,7 @@ final class Load {
 
         void start(double batchMs) {
             long every = (long) ((batchMs > 0 ? batchMs : 50) * 1_000_000);
-            flusher = d.timers.scheduleAtFixedRate(this::flush, every, every, TimeUnit.NANOSECONDS);
+            flusher = d.timers.scheduleAtFixedRate(log::flush, every, every, TimeUnit.NANOSECONDS);
             long started = wallNs();
             Thread t = new Thread(() -> schedule(started), "load-" + sub);
             t.setDaemon(true);
@@ -225,54 +230,11 @@ final class Load {
                 case OVERFLOW -> overflow++;
                 default -> failed++;
             }
-            long errorNo = 0;
-            if (!cls.isEmpty()) {
-                Long index = errIndex.get(cls);
-                if (index == null) {
-                    errors.add(cls);
-                    index = (long) errors.size();
-                    errIndex.put(cls, index);
-                }
-                errorNo = index;
-            }
-            if (used + 6 > rows.length) {
-                rows = Arrays.copyOf(rows, rows.length * 2);
-            }
-            rows[used++] = intended;
-            rows[used++] = sent;
-            rows[used++] = acked;
-            rows[used++] = streamSeq;
-            rows[used++] = errorNo;
-            rows[used++] = code;
+            log.add(intended, sent, acked, streamSeq, log.errorNo(cls), code);
         }
 
-        void flush() {
-            long[] taken;
-            int n;
-            List<String> names;
-            synchronized (this) {
-                if (used == 0) {
-                    return;
-                }
-                taken = rows;
-                n = used;
-                rows = new long[Math.max(6 * 1024, n)];
-                used = 0;
-                names = new ArrayList<>(errors);
-            }
-            ByteBuffer buf = ByteBuffer.allocate(8 * n).order(ByteOrder.LITTLE_ENDIAN);
-            for (int i = 0; i < n; i++) {
-                buf.putLong(taken[i]);
-            }
-            Map<String, Object> record = new LinkedHashMap<>();
-            record.put("type", "load");
-            record.put("sub", sub);
-            record.put("rows_b64", Base64.getEncoder().encodeToString(buf.array()));
-            record.put("errors", names);
-            d.out.write(record);
-        }
-
-        Map<String, Object> finish(long at) throws InterruptedException {
+        @Override
+        public Map<String, Object> finish(long at) throws InterruptedException {
             if (at < stopAt) {
                 stopAt = at;
             }
@@ -289,7 +251,7 @@ final class Load {
                 }
             }
             flusher.cancel(false);
-            flush();
+            log.flush();
             synchronized (this) {
                 Map<String, Object> m = new LinkedHashMap<>();
                 m.put("ops", ops);
