@@ -133,7 +133,11 @@ def _run(command: list[str], cwd: Path, what: str, env: dict[str, str] | None = 
         telling = [
             line
             for line in lines
-            if re.search(r"no matching|not found|unknown revision|invalid|could not (find|resolve)", line, re.I)
+            if re.search(
+                r"no matching|not found|unknown revision|invalid|could not (find|resolve)|cannot find symbol",
+                line,
+                re.I,
+            )
         ]
         errors = [line for line in lines if re.search(r"err", line, re.IGNORECASE)]
         said = telling[0] if telling else (errors or lines or [f"exit status {proc.returncode}"])[-1]

@@ -42,7 +42,7 @@ final class Features {
                 PublishOptions.Builder po = PublishOptions.builder();
                 Double ttl = Json.dbl(req, "ttl_s");
                 if (ttl != null && !d.mode("ttl-dropped")) {
-                    po.messageTtl(Kv.ttl(ttl));
+                    Adr48.messageTtl(po, ttl);
                 }
                 PublishAck ack = s.js.publish(Json.str(req, "subject"), Json.b64(req, "data_b64"), po.build());
                 return Map.of("seq", ack.getSeqno(), "stream", ack.getStream());

@@ -3,7 +3,6 @@ package io.jetcheck.jnats;
 import io.nats.client.JetStreamApiException;
 import io.nats.client.KeyValue;
 import io.nats.client.KeyValueManagement;
-import io.nats.client.MessageTtl;
 import io.nats.client.api.KeyValueConfiguration;
 import io.nats.client.api.KeyValueEntry;
 import io.nats.client.api.KeyValueOperation;
@@ -71,15 +70,6 @@ final class Kv {
         return m;
     }
 
-    /** A per-key or purge-marker TTL as the client's MessageTtl (whole seconds, else the Go duration it sends). */
-    static MessageTtl ttl(double s) {
-        long whole = Math.round(s);
-        if (Math.abs(s - whole) < 1e-9 && whole >= 1) {
-            return MessageTtl.seconds((int) whole);
-        }
-        return MessageTtl.custom(Math.round(s * 1000) + "ms");
-    }
-
     Object handle(String op, JsonValue req) throws Exception {
         Session s = d.session(req);
         if (op.equals("kv_bucket_names")) {
@@ -106,7 +96,7 @@ final class Kv {
             }
             Double markers = Json.dbl(req, "limit_marker_ttl_s");
             if (markers != null && !d.mode("kv-ttl-ignored")) {
-                b.limitMarker(seconds(markers));
+                Adr48.limitMarker(b, markers);
             }
             kvm.create(b.build());
             return null;
@@ -136,7 +126,7 @@ final class Kv {
                 return Map.of("revision", kv.put(key, Json.b64(req, "value_b64")));
             case "kv_create_key":
                 return Map.of("revision", keyTtl == null ? kv.create(key, Json.b64(req, "value_b64"))
-                        : kv.create(key, Json.b64(req, "value_b64"), ttl(keyTtl)));
+                        : Adr48.create(kv, key, Json.b64(req, "value_b64"), keyTtl));
             case "kv_update":
                 Long last = Json.lng(req, "last");
                 return Map.of("revision", kv.update(key, Json.b64(req, "value_b64"), last == null ? 0 : last));
@@ -153,7 +143,7 @@ final class Kv {
                 if (keyTtl == null) {
                     kv.purge(key);
                 } else {
-                    kv.purge(key, ttl(keyTtl));
+                    Adr48.purge(kv, key, keyTtl);
                 }
                 return null;
             case "kv_keys":
@@ -175,7 +165,7 @@ final class Kv {
                 m.put("values", st.getEntryCount());
                 m.put("history", st.getMaxHistoryPerKey());
                 m.put("ttl_s", st.getTtl() == null ? 0.0 : st.getTtl().toNanos() / 1e9);
-                Duration marker = st.getLimitMarkerTtl();
+                Duration marker = Adr48.limitMarkerTtl(st);
                 m.put("limit_marker_ttl_s", marker == null ? 0.0 : marker.toNanos() / 1e9);
                 return m;
             default:
