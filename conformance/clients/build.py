@@ -307,7 +307,9 @@ def java_driver(version: str = "", cache: Path | None = None, source: Path = SOU
         (staging / "driver.jar.keep").rename(staging / "driver.jar")
 
     built = _built((cache or cache_root()) / "jnats" / version, source, build)
-    return [java, "-jar", str(built / "driver.jar")]
+    # The serial collector: a small driver process on a shared machine, where G1's concurrent threads take CPU the
+    # client needs (measured: 6.4 us of driver CPU per async publish with it, 7.7 with G1).
+    return [java, "-XX:+UseSerialGC", "-jar", str(built / "driver.jar")]
 
 
 NATSPY = "nats-py"

@@ -52,6 +52,19 @@ final class RowLog {
         used += row.length;
     }
 
+    /** One publish row (six int64s, `cls` the error class or ""), without the varargs array of the hot path. */
+    synchronized void addPublish(long intended, long sent, long acked, long streamSeq, String cls, long code) {
+        if (used + 6 > rows.length) {
+            rows = Arrays.copyOf(rows, rows.length * 2);
+        }
+        rows[used++] = intended;
+        rows[used++] = sent;
+        rows[used++] = acked;
+        rows[used++] = streamSeq;
+        rows[used++] = errorNo(cls);
+        rows[used++] = code;
+    }
+
     /** Streams the rows logged since the last flush as one record. */
     void flush() {
         long[] taken;

@@ -44,6 +44,7 @@ final class Session {
     JetStream js;
     JetStreamManagement jsm;
     JetStreamOptions jso;
+    Options options; // what the connection was made with (a load run's own connection copies it)
     KeyValueOptions kvo;
     ObjectStoreOptions oso;
     /** Fetches in progress, by consumer name: the client reports their missed heartbeats to the connection only. */
@@ -101,7 +102,8 @@ final class Session {
             ob.inboxPrefix(inbox);
         }
         try {
-            s.nc = Nats.connect(ob.build());
+            s.options = ob.build();
+            s.nc = Nats.connect(s.options);
         } catch (Exception e) {
             Failure f = Failure.classify(e);
             throw f.kind.equals("other") ? new Failure("connection", f.getMessage()) : f;
