@@ -151,8 +151,14 @@ final class Load {
         private void schedule(long started) {
             try {
                 if (rate <= 0) {
+                    // Parked with the window full, the scheduler wakes once `refill` publishes were acknowledged,
+                    // not at every ack: a thread handoff per publish costs more CPU than the publish itself.
+                    int refill = Math.max(1, Math.min(64, maxInflight / 16));
                     while (true) {
-                        window.acquireUninterruptibly();
+                        if (!window.tryAcquire()) {
+                            window.acquireUninterruptibly(refill);
+                            window.release(refill - 1);
+                        }
                         long now = wallNs();
                         if (now >= stopAt) {
                             window.release();
