@@ -1,7 +1,6 @@
 package io.jetcheck.jnats;
 
 import io.nats.client.KeyValue;
-import io.nats.client.Nats;
 import io.nats.client.PublishOptions;
 import io.nats.client.api.KeyValueConfiguration;
 import io.nats.client.api.KeyValueStatus;
@@ -26,7 +25,7 @@ final class Adr48 {
     }
 
     static Failure missing(String what) {
-        return new Failure("not_in_release", "not in jnats " + Nats.CLIENT_VERSION + ": " + what);
+        return new Failure("not_in_release", "not in jnats " + Main.clientVersion() + ": " + what);
     }
 
     private static Method method(Class<?> c, String name, Class<?>... args) throws Failure {

@@ -177,15 +177,36 @@ public final class Main {
         throw new Failure("unsupported", "op \"" + op + "\" is not implemented by the jnats driver (protocol v" + PROTOCOL + ")");
     }
 
+    /**
+     * The jnats release built in: the Maven property the jar was built with (jnats.version, through resource
+     * filtering). Nats.CLIENT_VERSION reads the jar's manifest in older releases, which shading replaces
+     * ("development").
+     */
+    static String clientVersion() {
+        try (java.io.InputStream in = Main.class.getResourceAsStream("/jnats-driver.properties")) {
+            if (in != null) {
+                java.util.Properties p = new java.util.Properties();
+                p.load(in);
+                String v = p.getProperty("version", "");
+                if (!v.isEmpty() && !v.startsWith("$")) {
+                    return v;
+                }
+            }
+        } catch (java.io.IOException e) {
+            Log.log("reading jnats-driver.properties: " + e);
+        }
+        return Nats.CLIENT_VERSION;
+    }
+
     Map<String, Object> hello() {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("protocol", PROTOCOL);
         m.put("client", "jnats");
-        m.put("version", Nats.CLIENT_VERSION);
+        m.put("version", clientVersion());
         m.put("runtime", "java " + System.getProperty("java.version"));
         m.put("mono_ns", monoNs());
         m.put("ops", ops());
-        m.put("libraries", Map.of("io.nats:jnats", Nats.CLIENT_VERSION));
+        m.put("libraries", Map.of("io.nats:jnats", clientVersion(), "Nats.CLIENT_VERSION", Nats.CLIENT_VERSION));
         return m;
     }
 
@@ -278,7 +299,7 @@ public final class Main {
             if (op.equals("shutdown")) {
                 inFlight.arriveAndAwaitAdvance();
                 respond(id, null, null);
-                break;
+                finish();
             }
             inFlight.register();
             final JsonValue request = req;
@@ -299,7 +320,9 @@ public final class Main {
         finish();
     }
 
+    /** Stdin closed or shutdown: the requests in flight are answered, the sessions closed, stdout flushed. */
     private void finish() {
+        inFlight.arriveAndAwaitAdvance();
         for (String id : new ArrayList<>(sessions.keySet())) {
             try {
                 closeSession(id);
