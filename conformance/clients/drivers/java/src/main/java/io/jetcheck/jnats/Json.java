@@ -29,7 +29,12 @@ final class Json {
     record Raw(String json) {}
 
     static String write(Object value) {
-        StringBuilder sb = new StringBuilder(128);
+        return write(value, 128);
+    }
+
+    /** `value` as JSON, its buffer sized for about `expected` characters (a load record's rows are long). */
+    static String write(Object value, int expected) {
+        StringBuilder sb = new StringBuilder(expected);
         write(sb, value);
         return sb.toString();
     }
@@ -81,6 +86,10 @@ final class Json {
 
     private static void string(StringBuilder sb, String s) {
         sb.append('"');
+        if (plain(s)) { // most strings, and the load records' long base64 rows, need no escaping
+            sb.append(s).append('"');
+            return;
+        }
         for (int i = 0; i < s.length(); i++) {
             char c = s.charAt(i);
             switch (c) {
@@ -99,6 +108,16 @@ final class Json {
             }
         }
         sb.append('"');
+    }
+
+    private static boolean plain(String s) {
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c < 0x20 || c == '"' || c == '\\') {
+                return false;
+            }
+        }
+        return true;
     }
 
     // --- reading a request's fields (absent and null read alike) ---------------------------------------------------

@@ -37,8 +37,12 @@ final class Output {
     }
 
     void write(Object record) {
+        write(record, 128);
+    }
+
+    void write(Object record, int expected) {
         if (!closed) {
-            lines.add(Json.write(record));
+            lines.add(Json.write(record, expected));
         }
     }
 

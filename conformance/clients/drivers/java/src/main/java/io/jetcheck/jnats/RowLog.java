@@ -89,7 +89,8 @@ final class RowLog {
         for (int i = 0; i < n; i++) {
             buf.putLong(taken[i]);
         }
-        record.put("rows_b64", Base64.getEncoder().encodeToString(buf.array()));
-        d.out.write(record);
+        String rowsB64 = Base64.getEncoder().encodeToString(buf.array());
+        record.put("rows_b64", rowsB64);
+        d.out.write(record, rowsB64.length() + 256);
     }
 }
