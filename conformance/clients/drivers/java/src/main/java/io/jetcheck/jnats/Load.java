@@ -10,6 +10,7 @@ import io.nats.client.api.PublishAck;
 import io.nats.client.impl.Headers;
 import io.nats.client.impl.NatsMessage;
 import io.nats.client.support.JsonValue;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -21,6 +22,7 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -92,7 +94,11 @@ final class Load {
         final Connection nc;
         final JetStream js;
         final Semaphore window;
-        final Map<Long, Pending> pending = new ConcurrentHashMap<>();
+        // The publishes in flight: slot key % ring length, or `stragglers` when an older one still holds the slot (at
+        // most max_inflight are in flight, the ring has room for four times that). A map alone costs a contended
+        // counter update per publish and per ack.
+        final AtomicReferenceArray<Pending> ring;
+        final Map<Long, Pending> stragglers = new ConcurrentHashMap<>();
         volatile long stopAt = NEVER;
         final CountDownLatch scheduled = new CountDownLatch(1);
         private long seq;
@@ -122,6 +128,7 @@ final class Load {
             payload = new byte[size == null ? 0 : size.intValue()];
             Arrays.fill(payload, (byte) 'x');
             window = new Semaphore(Math.max(1, maxInflight));
+            ring = new AtomicReferenceArray<>(Integer.highestOneBit(Math.max(1, maxInflight) * 4 - 1) << 1);
             log = new RowLog(d, sub, null);
         }
 
@@ -209,7 +216,9 @@ final class Load {
             Message msg = NatsMessage.builder().subject(subject).headers(headers).data(payload).build();
             Pending p = new Pending(intended, sent);
             long key = next++;
-            pending.put(key, p);
+            if (!ring.compareAndSet(slot(key), null, p)) {
+                stragglers.put(key, p);
+            }
             CompletableFuture<PublishAck> future;
             try {
                 future = js.publishAsync(msg);
@@ -220,11 +229,17 @@ final class Load {
             future.whenComplete((ack, err) -> done(key, p, ack, err));
         }
 
+        private int slot(long key) {
+            return (int) (key & (ring.length() - 1));
+        }
+
         private void done(long key, Pending p, PublishAck ack, Throwable err) {
             if (!p.logged.compareAndSet(false, true)) {
                 return; // given up as unacknowledged already
             }
-            pending.remove(key);
+            if (!ring.compareAndSet(slot(key), p, null)) {
+                stragglers.remove(key);
+            }
             window.release();
             if (err == null && ack != null && !ack.hasError()) {
                 record(p.intended, p.sent, wallNs(), ack.getSeqno(), "", 0);
@@ -255,14 +270,20 @@ final class Load {
                 stopAt = at;
             }
             scheduled.await();
-            long deadline = System.nanoTime() + DRAIN_NS;
-            while (!pending.isEmpty() && System.nanoTime() < deadline) {
-                Thread.sleep(5); // the acks arrive on the client's threads; nothing to wait on but their count
+            // The schedule has ended: the whole window back means every publish was acknowledged or failed.
+            int permits = Math.max(1, maxInflight);
+            if (window.tryAcquire(permits, DRAIN_NS, TimeUnit.NANOSECONDS)) {
+                window.release(permits);
             }
-            for (Map.Entry<Long, Pending> e : pending.entrySet()) {
-                Pending p = e.getValue();
+            List<Pending> unacked = new ArrayList<>(stragglers.values());
+            for (int i = 0; i < ring.length(); i++) {
+                Pending p = ring.get(i);
+                if (p != null) {
+                    unacked.add(p);
+                }
+            }
+            for (Pending p : unacked) {
                 if (p.logged.compareAndSet(false, true)) {
-                    pending.remove(e.getKey());
                     record(p.intended, p.sent, wallNs(), 0, UNACKED, 0);
                 }
             }
