@@ -240,18 +240,17 @@ final class Load {
             if (!ring.compareAndSet(slot(key), p, null)) {
                 stragglers.remove(key);
             }
-            window.release();
+            long acked = wallNs();
             if (err == null && ack != null && !ack.hasError()) {
-                record(p.intended, p.sent, wallNs(), ack.getSeqno(), "", 0);
-                return;
-            }
-            Throwable cause = err instanceof java.util.concurrent.CompletionException && err.getCause() != null
-                    ? err.getCause() : err;
-            if (cause instanceof JetStreamApiException api) {
-                record(p.intended, p.sent, wallNs(), 0, cause.getClass().getSimpleName(), api.getApiErrorCode());
+                record(p.intended, p.sent, acked, ack.getSeqno(), "", 0);
             } else {
-                record(p.intended, p.sent, wallNs(), 0, cause == null ? "PublishAck" : cause.getClass().getSimpleName(), 0);
+                Throwable cause = err instanceof java.util.concurrent.CompletionException && err.getCause() != null
+                        ? err.getCause() : err;
+                String cls = cause == null ? "PublishAck" : cause.getClass().getSimpleName();
+                record(p.intended, p.sent, acked, 0, cls, cause instanceof JetStreamApiException api ? api.getApiErrorCode() : 0);
             }
+            // after its row: load_stop takes the whole window back as "every publish is logged"
+            window.release();
         }
 
         synchronized void record(long intended, long sent, long acked, long streamSeq, String cls, long code) {
