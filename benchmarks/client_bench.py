@@ -1,7 +1,7 @@
 """Prints, per client and scenario, how close `jetcheck load --client X` comes to `nats bench` on the same server.
 
-    python benchmarks/client_bench.py [--duration 8] [--rounds 3] [--clients nats.go,nats-py,nats.js,async-nats]
-        [--msgs N]
+    python benchmarks/client_bench.py [--duration 8] [--rounds 3]
+        [--clients nats.go,nats-py,nats.js,async-nats,jnats] [--msgs N]
         [--scenarios publish,pull-consume]
 
 Builds natscli NATSCLI_VERSION once (`go install github.com/nats-io/natscli/nats@VERSION` through the Go module
@@ -12,7 +12,7 @@ the client goes). pull-consume: `nats bench js fetch` (a durable pull consumer, 
 --msgs messages it published first, right before `jetcheck load --client X --scenario pull-consume --prefill N`
 (fetches of 500 with explicit acks; N = --msgs, so the stream outlasts the run). A ratio is jetcheck's steady-window
 ok/s over the nats bench msgs/s just before it; the median over the rounds is printed per client and scenario with
-its goal (publish: nats.go and async-nats >= 0.8, nats-py >= 0.5; nats.js and pull-consume have none).
+its goal (publish: nats.go, async-nats and jnats >= 0.8, nats-py >= 0.5; nats.js and pull-consume have none).
 """
 
 from __future__ import annotations
@@ -36,7 +36,12 @@ from jetcheck.versions import parse_version
 
 NATSCLI = "github.com/nats-io/natscli/nats"
 NATSCLI_VERSION = "v0.5.1"  # builds with the Go the drivers use (go.mod's go line asks for 1.25+)
-GOALS = {("nats.go", "publish"): 0.8, ("async-nats", "publish"): 0.8, ("nats-py", "publish"): 0.5}
+GOALS = {
+    ("nats.go", "publish"): 0.8,
+    ("async-nats", "publish"): 0.8,
+    ("jnats", "publish"): 0.8,
+    ("nats-py", "publish"): 0.5,
+}
 OPS = {"publish": "publish", "pull-consume": "consume"}  # the op a scenario's ratio is of
 INFLIGHT = 1000
 

@@ -202,8 +202,13 @@ def _choice(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
-CLIENTS = ("nats-py", "nats.js", "nats.go", "async-nats")
-DRIVEN_CLIENTS = ("nats.js", "nats.go", "async-nats")  # run through a driver process; `@version` picks a release
+CLIENTS = ("nats-py", "nats.js", "nats.go", "async-nats", "jnats")
+DRIVEN_CLIENTS = (
+    "nats.js",
+    "nats.go",
+    "async-nats",
+    "jnats",
+)  # run through a driver process; `@version` picks a release
 
 
 def _client(value: str) -> str:

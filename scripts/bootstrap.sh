@@ -42,6 +42,6 @@ if ! .venv/bin/python -c "import jetcheck, pytest_asyncio, pyspark, locust" >/de
   touch .venv/.jetcheck-installed
 fi
 
-# The nats.js, nats.go and async-nats drivers (--client): built now into jetcheck's cache so no run pays for it; a
-# missing node/npm, Go or cargo is one line here and matters only to that client's runs.
+# The nats.js, nats.go, async-nats and jnats drivers (--client): built now into jetcheck's cache so no run pays for
+# it; a missing node/npm, Go, cargo or java/mvn is one line here and matters only to that client's runs.
 .venv/bin/python -m jetcheck.conformance.clients.build || true

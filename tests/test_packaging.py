@@ -23,6 +23,9 @@ SHIPPED = (
     "jetcheck/conformance/clients/drivers/rust/Cargo.toml",
     "jetcheck/conformance/clients/drivers/rust/Cargo.lock",
     "jetcheck/conformance/clients/drivers/rust/src/main.rs",
+    "jetcheck/conformance/clients/drivers/java/pom.xml",
+    "jetcheck/conformance/clients/drivers/java/src/main/java/io/jetcheck/jnats/Main.java",
+    "jetcheck/conformance/clients/drivers/java/src/main/resources/jnats-driver.properties",
 )
 
 

@@ -100,6 +100,7 @@ async def test_bucket_is_an_obj_stream_on_chunk_and_meta_subjects(client, store,
     """The client's create makes OBJ_<b> on $O.<b>.C.> and $O.<b>.M.>, discard new, rollup and direct allowed."""
     config = (await api(nc, f"$JS.API.STREAM.INFO.OBJ_{bucket}"))["config"]
     got = {k: config.get(k) for k in ("subjects", "discard", "allow_rollup_hdrs", "allow_direct")}
+    got["subjects"] = sorted(got["subjects"] or [])  # a stream's subjects have no order (jnats lists M first)
     expected = {
         "subjects": [f"$O.{bucket}.C.>", f"$O.{bucket}.M.>"],
         "discard": "new",
@@ -292,6 +293,9 @@ async def test_watch_updates_only_sends_only_later_changes(client, store):
         await store.put("new", b"yy")
         expected = f"the client documents UpdatesOnly as the changes after the watch started; {who(client)}'s watch"
         later = [_show(i) for i in await watched(watch, _show, count=1, expected=expected)]
+        if later == ["<end of initial data>"]:
+            # an end-of-data marker at once is no change (jnats' watchers send it so, as ADR-8 asks of KV's)
+            later = [_show(i) for i in await watched(watch, _show, count=1, expected=expected)]
         assert later == ["new:2"], (
             f"the client documents UpdatesOnly as only later changes; after a put of new {who(client)} yielded {later}"
         )

@@ -1,7 +1,8 @@
 """Clients under test, behind one adapter interface (base.ClientAdapter); `--jetcheck-client` picks one.
 
 `nats-py[@version]` is the real client (another release than the installed one runs with it first on PYTHONPATH:
-client_environment). `nats.js[@version]`, `nats.go[@version]` and `async-nats[@version]` run through a driver process
+client_environment). `nats.js[@version]`, `nats.go[@version]`, `async-nats[@version]` and `jnats[@version]` run
+through a driver process
 (driven.py, drivers/PROTOCOL.md). `<client>+<variant>` is a deliberate deviation or a reference behaviour, for a test
 suite's own proofs; the product knows none: a plugin registers them (register_variant; the suite's own are
 jetcheck.testing's, which its pytest plugin registers), and every result's `client.name` carries them.
@@ -20,7 +21,8 @@ from .base import ClientAdapter, ClientEvent, ClientSession, Delivery, Documente
 from .build import natspy_installed, natspy_release
 from .natspy import NatsPyAdapter
 
-ADAPTERS = {"nats-py": NatsPyAdapter, "nats.js": None, "nats.go": None, "async-nats": None}  # None: driven (driven.py)
+# None: driven (driven.py)
+ADAPTERS = {"nats-py": NatsPyAdapter, "nats.js": None, "nats.go": None, "async-nats": None, "jnats": None}
 
 
 @dataclass(frozen=True)

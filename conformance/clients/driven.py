@@ -1,8 +1,9 @@
 """The clients jetcheck drives through a driver process (drivers/PROTOCOL.md): what each documents, how each runs.
 
 `--client nats.js` certifies @nats-io/jetstream at the version drivers/js/package-lock.json pins, `nats.js@3.1.0`
-another release; `nats.go` / `nats.go@v1.48.0` likewise for github.com/nats-io/nats.go/jetstream, and `async-nats` /
-`async-nats@0.42.0` for the Rust crate async-nats. `+<mode>` makes
+another release; `nats.go` / `nats.go@v1.48.0` likewise for github.com/nats-io/nats.go/jetstream, `async-nats` /
+`async-nats@0.42.0` for the Rust crate async-nats, `jnats` / `jnats@2.21.1` for io.nats:jnats (drivers/java/pom.xml
+pins it). `+<mode>` makes
 the driver misreport in that way (a deliberate deviation for the suite's own proofs; results carry the suffix).
 """
 
@@ -15,7 +16,16 @@ import threading
 from jetcheck.errors import ConfigError
 
 from .base import Documented
-from .build import go_driver, go_pinned_version, js_driver, js_pinned_version, rust_driver, rust_pinned_version
+from .build import (
+    go_driver,
+    go_pinned_version,
+    java_driver,
+    java_pinned_version,
+    js_driver,
+    js_pinned_version,
+    rust_driver,
+    rust_pinned_version,
+)
 from .driver import DriverAdapter
 
 NS = 1_000_000_000
@@ -177,10 +187,58 @@ RUST_DOCUMENTED = Documented(
     },
 )
 
+# Read from the io.nats:jnats 2.26.2 sources jar (Maven Central, io/nats/jnats/2.26.2/jnats-2.26.2-sources.jar).
+# jnats has no idle heartbeat option for pull consumption: BaseConsumeOptions derives it from the expiry, and the
+# driver asks for a heartbeat h as an expiry of 2h (drivers/java Consumers.java).
+JAVA_DOCUMENTED = Documented(
+    # ConsumeOptions defaults: expiresIn 30 s, idleHeartbeat = min(30 s, expiresIn * 50 %)
+    ordered_idle_heartbeat_s=15.0,
+    missed_heartbeats="ErrorListener.heartbeatAlarm(conn, sub, lastStreamSequence, lastConsumerSequence) on the "
+    "connection's error listener, once 3 idle heartbeat intervals passed without a message",
+    heartbeat_behaviour="the pull consumption re-subscribes with a new pull and goes on (the ordered consumer "
+    "recreates its consumer); a fetch ends",
+    min_idle_heartbeat_s=0.5,
+    below_min_heartbeat="refused",  # an expiry under 1 s (so a heartbeat under 500 ms) is an IllegalArgumentException
+    missed_heartbeats_after=3,
+    ordered_kind="pull",
+    # SubscribeOptions (ordered): ack none, max_deliver 1, mem_storage, num_replicas 1, a generated name, no durable;
+    # NatsMessageConsumer.doSub passes no inactive threshold (the server's default for an ephemeral applies).
+    ordered_config={
+        "durable_name": None,
+        "ack_policy": "none",
+        "max_deliver": 1,
+        "mem_storage": True,
+        "num_replicas": 1,
+    },
+    consumes="pull",  # ConsumerContext.consume() on a pull consumer
+    of_release=java_pinned_version(),
+    sources={
+        "ordered_idle_heartbeat_s": "io/nats/client/BaseConsumeOptions.java: DEFAULT_EXPIRES_IN_MILLIS 30000, "
+        "idleHeartbeat = min(MAX_HEARTBEAT_MILLIS 30000, expiresIn * MAX_IDLE_HEARTBEAT_PERCENT 50 / 100)",
+        "missed_heartbeats": "io/nats/client/ErrorListener.java heartbeatAlarm(); impl/MessageManager.java "
+        "handleHeartbeatError()",
+        "heartbeat_behaviour": "impl/PullMessageManager.java handleHeartbeatError() -> pullTerminatedByError(); "
+        "impl/NatsMessageConsumer.java pullTerminatedByError() re-subscribes (doSub)",
+        "min_idle_heartbeat_s": "io/nats/client/BaseConsumeOptions.java: MIN_EXPIRES_MILLS 1000, heartbeat half the "
+        "expiry",
+        "below_min_heartbeat": "io/nats/client/BaseConsumeOptions.java Builder.expiresIn: 'Expires must be greater "
+        "than or equal to 1000' (IllegalArgumentException)",
+        "missed_heartbeats_after": "io/nats/client/impl/MessageManager.java: THRESHOLD = 3, alarm period = idle "
+        "heartbeat * THRESHOLD",
+        "ordered_kind": "io/nats/client/impl/NatsConsumerContext.java: an ordered consumer subscribes with "
+        "OrderedPullSubscribeOptionsBuilder (pull)",
+        "ordered_config": "io/nats/client/SubscribeOptions.java (ordered): ackPolicy None, maxDeliver 1, "
+        "memStorage true, numReplicas 1; durable not allowed",
+        "consumes": "io/nats/client/BaseConsumerContext.java consume(): pull consumption",
+        "object_watch_updates_only": "io/nats/client/api/ObjectStoreWatchOption.java: UPDATES_ONLY",
+    },
+)
+
 DRIVEN = {
     "nats.js": (JS_DOCUMENTED, js_driver, js_pinned_version),
     "nats.go": (GO_DOCUMENTED, go_driver, go_pinned_version),
     "async-nats": (RUST_DOCUMENTED, rust_driver, rust_pinned_version),
+    "jnats": (JAVA_DOCUMENTED, java_driver, java_pinned_version),
 }
 _VERSION = re.compile(r"v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?")
 

@@ -1,0 +1,47 @@
+package io.jetcheck.jnats;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.function.Function;
+
+/**
+ * A watch's updates streamed in the order the client's watcher yields them; its endOfData() becomes a record with
+ * a null entry/info. The watch misbehaviours drop the end-of-data record or the first update.
+ */
+final class WatchStream<T> {
+    private final Main d;
+    private final Sub sub;
+    private final String field;
+    private final Function<T, Object> encode;
+    private boolean updateSeen;
+
+    WatchStream(Main d, Sub sub, String field, Function<T, Object> encode) {
+        this.d = d;
+        this.sub = sub;
+        this.field = field;
+        this.encode = encode;
+    }
+
+    void update(T update) {
+        Object payload = update == null ? null : encode.apply(update);
+        synchronized (sub) {
+            if (sub.stopped) {
+                return;
+            }
+            if (payload == null && d.mode("watch-no-end-of-data")) {
+                return;
+            }
+            if (payload != null && !updateSeen && d.mode("watch-drop-first")) {
+                updateSeen = true;
+                return;
+            }
+            updateSeen = updateSeen || payload != null;
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("type", "watch");
+            m.put("sub", sub.id);
+            m.put(field, payload);
+            m.put("at_ns", Main.monoNs());
+            d.out.write(m);
+        }
+    }
+}

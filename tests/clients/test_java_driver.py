@@ -1,0 +1,315 @@
+"""The jnats driver (conformance/clients/drivers/java) speaking the driver protocol against a real nats-server.
+
+The driver is built once per module with Maven (skipped when java or mvn is missing); each test starts it and
+checks what jnats really reported: deliveries in order, the ordered consumer's recreation, heartbeat alarms through
+the connection's ErrorListener when the wire stalls, and the misbehave modes the suite's proofs rely on.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from nats.js import api
+
+from jetcheck.fixtures.proxy import NatsProxy
+
+from .driver_contract import WAIT_S as WAIT
+from .driver_contract import PipeDriver, WatchContract, connected, kv_bucket, kv_watch_request, put, running, watched
+
+DRIVER_DIR = Path(__file__).resolve().parents[2] / "conformance" / "clients" / "drivers" / "java"
+JAVA, MVN = shutil.which("java"), shutil.which("mvn")
+HEARTBEAT = 0.5  # the smallest jnats gets: half its smallest expiry (1 s)
+
+
+@pytest.fixture(scope="module")
+def driver_jar(tmp_path_factory) -> Path:
+    if JAVA is None or MVN is None:
+        pytest.skip("java or mvn is not installed: the jnats driver cannot be built")
+    staging = tmp_path_factory.mktemp("java-driver")
+    shutil.copytree(DRIVER_DIR, staging, ignore=shutil.ignore_patterns("target"), dirs_exist_ok=True)
+    build = subprocess.run([MVN, "-q", "-B", "package"], cwd=staging, capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, build.stdout + build.stderr
+    return staging / "target" / "driver.jar"
+
+
+@pytest_asyncio.fixture
+async def driver(driver_jar):
+    async with running(JAVA, "-jar", str(driver_jar)) as d:
+        yield d
+
+
+@pytest_asyncio.fixture
+async def stream(embedded_server):
+    """A stream of its own (subjects <name>.>) on the embedded server, deleted afterwards; yields (js, name)."""
+    nc = await embedded_server.connect()
+    js = nc.jetstream()
+    name = f"JAVADRV_{uuid.uuid4().hex[:8]}"
+    await js.add_stream(name=name, subjects=[f"{name}.>"])
+    yield js, name
+    await js.delete_stream(name)
+    await nc.close()
+
+
+@pytest_asyncio.fixture
+async def proxy(embedded_server):
+    async with NatsProxy.for_url(embedded_server.url) as p:
+        yield p
+
+
+async def publish(js, stream: str, count: int) -> None:
+    for i in range(count):
+        await js.publish(f"{stream}.a", f"m{i}".encode())
+
+
+async def ordered(driver: PipeDriver, stream: str, sub: str = "o", heartbeat: float | None = HEARTBEAT) -> dict:
+    return await driver.call(
+        "ordered", session="s", sub=sub, stream=stream, subject=f"{stream}.>", idle_heartbeat_s=heartbeat,
+        start=None, inactive_threshold_s=None,
+    )  # fmt: skip
+
+
+async def pull_consumer(js, stream: str, name: str) -> None:
+    await js.add_consumer(stream, api.ConsumerConfig(durable_name=name, ack_policy=api.AckPolicy.EXPLICIT))
+
+
+def sequences(deliveries: list[dict]) -> list[tuple[int, int]]:
+    return [(d["stream_seq"], d["consumer_seq"]) for d in deliveries]
+
+
+@pytest.mark.asyncio
+async def test_hello_names_jnats_at_the_version_the_pom_pins(driver):
+    """hello reports jnats and the exact release built in (Nats.CLIENT_VERSION), the Java runtime and its ops."""
+    pinned = re.search(r"<jnats.version>(\S+)</jnats.version>", (DRIVER_DIR / "pom.xml").read_text()).group(1)
+    hello = await driver.ok("hello")
+    assert (hello["protocol"], hello["client"], hello["version"]) == (3, "jnats", pinned)
+    assert hello["runtime"].startswith("java 17") and hello["mono_ns"] > 0
+    v1 = {"hello", "connect", "close", "ping", "ordered", "push", "consume", "fetch", "stop", "misbehave", "shutdown"}
+    assert set(hello["ops"]) >= v1 | {"kv_put", "kv_watch", "obj_put", "obj_watch", "load_publish", "load_stop"}
+    assert "publish_retrying" not in hello["ops"]  # jnats has no publish retries
+    assert (await driver.call("no_such_op"))["error"]["kind"] == "unsupported"
+
+
+@pytest.mark.asyncio
+async def test_ordered_consumer_delivers_in_order_and_recreates_after_its_consumer_is_deleted(
+    driver, stream, embedded_server
+):
+    """jnats' ordered consumer (a pull consumer) resumes on a new consumer after a delete: the driver streams a
+    `reset` for the new name, and nothing is lost or repeated."""
+    js, name = stream
+    await publish(js, name, 5)
+    await connected(driver, embedded_server.url)
+    assert (await ordered(driver, name))["result"] == {"effective_idle_heartbeat_s": HEARTBEAT}
+    await driver.until(lambda: len(driver.deliveries("o")) == 5)
+    first = driver.deliveries("o")[0]["consumer"]
+    assert base64.b64decode(driver.deliveries("o")[0]["payload_b64"]) == b"m0"
+    (info,) = await js.consumers_info(name)
+    assert (info.name, info.config.ack_policy, info.config.max_deliver) == (first, api.AckPolicy.NONE, 1)
+
+    await js.delete_consumer(name, first)
+    await driver.until(lambda: driver.events("o", "reset"), timeout=3 * WAIT)
+    await publish(js, name, 3)
+    await driver.until(lambda: len(driver.deliveries("o")) == 8)
+    assert sequences(driver.deliveries("o")) == [(n, n) for n in range(1, 6)] + [(6, 1), (7, 2), (8, 3)]
+    await driver.ok("stop", sub="o")
+    await publish(js, name, 1)
+    await driver.settle(0.3)
+    assert len(driver.deliveries("o")) == 8
+
+
+@pytest.mark.asyncio
+async def test_a_heartbeat_under_the_clients_minimum_is_refused(driver, stream, embedded_server):
+    """jnats derives the heartbeat from the expiry, which must be >= 1 s: 0.2 s is refused in the client's words;
+    without one, consume()'s default (30 s expiry) asks for 15 s."""
+    _, name = stream
+    await connected(driver, embedded_server.url)
+    refused = await ordered(driver, name, heartbeat=0.2)
+    assert refused["error"]["kind"] == "invalid"
+    assert "Expires must be greater than or equal to 1000" in refused["error"]["message"]
+    default = await ordered(driver, name, sub="o2", heartbeat=None)
+    assert default["result"] == {"effective_idle_heartbeat_s": 15.0}
+
+
+@pytest.mark.asyncio
+async def test_a_stall_is_reported_by_the_heartbeat_alarm_after_three_intervals(driver, stream, proxy):
+    """With every server byte held, jnats' ErrorListener.heartbeatAlarm fires after 3 heartbeat intervals."""
+    js, name = stream
+    await pull_consumer(js, name, "C")
+    await connected(driver, proxy.url)
+    consume = await driver.ok("consume", session="s", sub="c", stream=name, consumer="C", idle_heartbeat_s=HEARTBEAT,
+                              expires_s=None, max_messages=None)  # fmt: skip
+    assert consume == {"effective_idle_heartbeat_s": HEARTBEAT}
+    await publish(js, name, 2)
+    await driver.until(lambda: len(driver.deliveries("c")) == 2)
+    proxy.stall()
+    await driver.until(lambda: driver.events("c", "missed-heartbeat"))
+    assert driver.events("c", "missed-heartbeat")[0]["detail"].startswith("ErrorListener.heartbeatAlarm")
+    proxy.release()
+    assert driver.events("c", "terminal") == []
+
+
+@pytest.mark.asyncio
+async def test_a_fetch_with_fewer_messages_ends_at_its_expiry_as_a_timeout(driver, stream, embedded_server):
+    """jnats' nextMessage() returns null when the fetch expired: the driver reports kind `timeout`."""
+    js, name = stream
+    await pull_consumer(js, name, "F")
+    await publish(js, name, 2)
+    await connected(driver, embedded_server.url)
+    result = await driver.ok("fetch", session="s", stream=name, consumer="F", batch=5, expires_s=1.0,
+                             idle_heartbeat_s=None)  # fmt: skip
+    assert sequences(result["deliveries"]) == [(1, 1), (2, 2)]
+    assert result["error"]["kind"] == "timeout" and 0.9 < result["took_s"] < 3.0
+    missing = await driver.call("fetch", session="s", stream=name, consumer="NOPE", batch=1, expires_s=1.0,
+                                idle_heartbeat_s=None)  # fmt: skip
+    assert (missing["error"]["kind"], missing["error"]["code"], missing["error"]["err_code"]) == ("api", 404, 10014)
+
+
+@pytest.mark.asyncio
+async def test_push_and_a_durable_queue_bound_by_a_second_member(driver, stream, embedded_server):
+    """`push` creates a push consumer through JetStream.subscribe; a second member binds the durable as it is; a
+    queue member with an idle heartbeat is the client's refusal ("[SUB-90006] Flow Control and/or heartbeat is not
+    valid in queue mode")."""
+    js, name = stream
+    await connected(driver, embedded_server.url)
+    refused = await driver.call("push", session="s", sub="hb", stream=name, subject=f"{name}.>", idle_heartbeat_s=1.0,
+                                durable="H", queue="H", inactive_threshold_s=None)  # fmt: skip
+    assert refused["error"]["kind"] == "invalid" and "SUB-90006" in refused["error"]["message"]
+    for sub in ("m1", "m2"):
+        await driver.ok("push", session="s", sub=sub, stream=name, subject=f"{name}.>", idle_heartbeat_s=None,
+                        durable="Q", queue="Q", inactive_threshold_s=None)  # fmt: skip
+        if sub == "m1":
+            first = (await js.consumer_info(name, "Q")).config
+    config = (await js.consumer_info(name, "Q")).config
+    assert (config.deliver_group, config.deliver_subject) == ("Q", first.deliver_subject)
+    await publish(js, name, 10)
+    await driver.until(lambda: len(driver.deliveries("m1")) + len(driver.deliveries("m2")) == 10)
+    assert sorted(d["stream_seq"] for s in ("m1", "m2") for d in driver.deliveries(s)) == list(range(1, 11))
+    other = await driver.call("push", session="s", sub="m3", stream=name, subject=f"{name}.>", idle_heartbeat_s=None,
+                              durable="Q", queue="OTHER", inactive_threshold_s=None)  # fmt: skip
+    assert other["error"]["kind"] == "invalid", other
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode", ["swallow-missed-heartbeat", "terminal-on-missed-heartbeat"])
+async def test_misbehave_changes_what_a_stall_reports(driver, stream, proxy, mode):
+    js, name = stream
+    await pull_consumer(js, name, "C")
+    await connected(driver, proxy.url, mode)
+    await driver.ok("consume", session="s", sub="c", stream=name, consumer="C", idle_heartbeat_s=HEARTBEAT,
+                    expires_s=None, max_messages=None)  # fmt: skip
+    proxy.stall()
+    if mode == "swallow-missed-heartbeat":
+        await driver.settle(6 * HEARTBEAT)
+        assert driver.events("c", "missed-heartbeat") == []
+    else:
+        await driver.until(lambda: driver.events("c", "terminal"))
+        assert [e["kind"] for e in driver.events("c")][:2] == ["missed-heartbeat", "terminal"]
+    proxy.release()
+
+
+@pytest.mark.asyncio
+async def test_misbehave_chatty_and_duplicate_invent_events_and_deliveries(driver, stream, embedded_server):
+    js, name = stream
+    await pull_consumer(js, name, "C")
+    await publish(js, name, 2)
+    await connected(driver, embedded_server.url, "chatty-missed-heartbeat", "duplicate-delivery")
+    await driver.ok("consume", session="s", sub="c", stream=name, consumer="C", idle_heartbeat_s=HEARTBEAT,
+                    expires_s=None, max_messages=None)  # fmt: skip
+    await driver.until(lambda: len(driver.events("c", "missed-heartbeat")) >= 3)
+    assert sequences(driver.deliveries("c")) == [(1, 1), (1, 1), (2, 2), (2, 2)]
+    await driver.ok("stop", sub="c")
+    count = len(driver.events("c"))
+    await driver.settle(0.3)
+    assert len(driver.events("c")) == count
+
+
+@pytest.mark.asyncio
+async def test_close_stops_the_sessions_consumptions_and_forgets_the_session(driver, stream, embedded_server):
+    js, name = stream
+    await pull_consumer(js, name, "C")
+    await connected(driver, embedded_server.url)
+    await driver.ok("consume", session="s", sub="c", stream=name, consumer="C", idle_heartbeat_s=HEARTBEAT,
+                    expires_s=None, max_messages=None)  # fmt: skip
+    await publish(js, name, 1)
+    await driver.until(lambda: len(driver.deliveries("c")) == 1)
+    await driver.ok("close", session="s")
+    await publish(js, name, 1)
+    await driver.settle(0.3)
+    assert len(driver.deliveries("c")) == 1
+    assert (await driver.call("stop", sub="c"))["error"]["kind"] == "invalid"
+
+
+@pytest.mark.asyncio
+async def test_kv_misbehave_modes_misreport(driver, embedded_server):
+    """kv-keys-unfiltered lists every key whatever the filter; kv-buckets-misreport deletes nothing."""
+    bucket = f"J{uuid.uuid4().hex[:8]}"
+    await kv_bucket(driver, embedded_server.url, bucket, "kv-keys-unfiltered", "kv-buckets-misreport")
+    for key in ("a.1", "b.1"):
+        await put(driver, bucket, key, "v")
+    keys = await driver.ok("kv_keys", session="s", bucket=bucket, filters=["a.*"])
+    assert sorted(keys["keys"]) == ["a.1", "b.1"]
+    await driver.ok("kv_delete_bucket", session="s", bucket=bucket)
+    assert f"KV_{bucket}" in (await driver.ok("kv_bucket_names", session="s"))["names"]
+    nc = await embedded_server.connect()
+    await nc.jetstream().delete_stream(f"KV_{bucket}")
+    await nc.close()
+
+
+@pytest.mark.asyncio
+async def test_load_publish_logs_every_publish_before_load_stop_answers(driver, stream, embedded_server):
+    """A closed-loop load_publish: every publish is one row (acked with its stream sequence) before the answer."""
+    js, name = stream
+    await connected(driver, embedded_server.url)
+    started = await driver.ok("load_publish", session="s", sub="l", subject=f"{name}.l", payload_size=16, rate=0,
+                              max_inflight=32, batch_ms=50, stamp=True)  # fmt: skip
+    assert started["started_ns"] > 0
+    await driver.until(lambda: any(r["type"] == "load" for r in driver.records))
+    counts = await driver.ok("load_stop", sub="l", at_ns=None)
+    rows = []
+    for record in (r for r in driver.records if r["type"] == "load"):
+        raw = base64.b64decode(record["rows_b64"])
+        rows += [int.from_bytes(raw[i : i + 8], "little", signed=True) for i in range(0, len(raw), 8)]
+    assert len(rows) == 6 * counts["ops"] and counts["ops"] == counts["acked"] > 0
+    assert sorted(rows[3::6]) == list(range(1, counts["ops"] + 1))
+    assert (await js.stream_info(name)).state.messages == counts["ops"]
+
+
+# ---- v3: watch ------------------------------------------------------------------------------------------------
+
+
+class TestWatch(WatchContract):
+    # jnats leaves out delete and purge markers with IGNORE_DELETE (NatsKeyValueWatchSubscription: PUTs only)
+    ignoring_deletes_before_purge = (("b", "1", "PUT"), ("c", "1", "PUT"), None)
+    ignoring_deletes_at_end = (*ignoring_deletes_before_purge, ("d", "1", "PUT"))
+    updates_only_begins = (None,)  # jnats sends endOfData() at once with UPDATES_ONLY (NatsWatchSubscription)
+
+    @pytest.mark.asyncio
+    async def test_kv_watch_include_history_streams_every_revision(self, driver, bucket, embedded_server):
+        """jnats takes both INCLUDE_HISTORY and UPDATES_ONLY without a word: the last one given wins (a finding)."""
+        await kv_bucket(driver, embedded_server.url, bucket)
+        for key, value in (("a", "1"), ("b", "1"), ("a", "2")):
+            await put(driver, bucket, key, value)
+        await driver.ok("kv_watch", **kv_watch_request(bucket, include_history=True))
+        await driver.until(lambda: None in watched(driver))
+        assert watched(driver) == [("a", "1", "PUT"), ("b", "1", "PUT"), ("a", "2", "PUT"), None]
+        both = await driver.call("kv_watch", **kv_watch_request(bucket, "w2", include_history=True, updates_only=True))
+        assert both["ok"], both
+
+    @pytest.mark.asyncio
+    async def test_obj_watch_streams_the_objects_then_null_then_changes(self, driver, bucket, embedded_server):
+        await connected(driver, embedded_server.url)
+        obj = {"bucket": bucket}
+        await driver.ok("obj_create", session="s", obj=obj)
+        await driver.ok("obj_put", session="s", obj=obj | {"name": "x", "data_b64": "eA==", "chunk_size": None})
+        watch = {"sub": "w", "include_history": False, "updates_only": False, "ignore_deletes": False}
+        assert await driver.ok("obj_watch", session="s", obj=obj | watch) == {}
+        await driver.until(lambda: None in watched(driver))
+        await driver.ok("obj_put", session="s", obj=obj | {"name": "y", "data_b64": "eQ==", "chunk_size": None})
+        await driver.until(lambda: len(watched(driver)) == 3)
+        assert watched(driver) == [("x", False), None, ("y", False)]
