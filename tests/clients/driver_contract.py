@@ -1,6 +1,7 @@
-"""What the tests of the nats.go and nats.js drivers share: one client for a driver process over its pipes
-(`PipeDriver`), the requests both tests make, and the watch behaviour (protocol v3) both drivers must show alike
-(`WatchContract`, which each driver's test module subclasses; its `driver` fixture is that module's)."""
+"""What the tests of the drivers share: one client for a driver process over its pipes (`PipeDriver`), the requests
+their tests make, the watch behaviour (protocol v3) every driver must show alike (`WatchContract`, which each
+driver's test module subclasses; its `driver` fixture is that module's), and the calls the tests of the
+pull-consumer drivers make (their fixtures `stream` and `proxy` are in conftest.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
+from nats.js import api
 from nats.js.errors import NotFoundError
 
 WAIT_S = 5.0  # bound on any wait for the driver
@@ -268,3 +270,28 @@ class WatchContract:
         await put(driver, bucket, "c", "1")
         await driver.until(lambda: ("c", "1", "PUT") in watched(driver))
         assert watched(driver) == expected
+
+
+# --- what the tests of the pull-consumer drivers (nats.go, async-nats, jnats) share --------------------------------
+
+PULL_HEARTBEAT = 0.5  # nats.go's smallest PullHeartbeat, jnats' smallest (half its 1 s expiry); async-nats has none
+
+
+async def publish(js, stream: str, count: int) -> None:
+    for i in range(count):
+        await js.publish(f"{stream}.a", f"m{i}".encode())
+
+
+async def ordered(driver: PipeDriver, stream: str, sub: str = "o", heartbeat: float | None = PULL_HEARTBEAT) -> dict:
+    return await driver.call(
+        "ordered", session="s", sub=sub, stream=stream, subject=f"{stream}.>", idle_heartbeat_s=heartbeat,
+        start=None, inactive_threshold_s=None,
+    )  # fmt: skip
+
+
+async def pull_consumer(js, stream: str, name: str) -> None:
+    await js.add_consumer(stream, api.ConsumerConfig(durable_name=name, ack_policy=api.AckPolicy.EXPLICIT))
+
+
+def sequences(deliveries: list[dict]) -> list[tuple[int, int]]:
+    return [(d["stream_seq"], d["consumer_seq"]) for d in deliveries]

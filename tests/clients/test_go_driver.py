@@ -13,18 +13,25 @@ import json
 import re
 import shutil
 import subprocess
-import uuid
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
 from nats.js import api
 
-from jetcheck.fixtures.proxy import NatsProxy
-
 from ..conftest import VENDOR_PASSWORD
 from .driver_contract import WAIT_S as WAIT
-from .driver_contract import PipeDriver, WatchContract, connected, running, watched
+from .driver_contract import (
+    PipeDriver,
+    WatchContract,
+    connected,
+    ordered,
+    publish,
+    pull_consumer,
+    running,
+    sequences,
+    watched,
+)
 
 DRIVER_DIR = Path(__file__).resolve().parents[2] / "conformance" / "clients" / "drivers" / "go"
 GO = shutil.which("go") or next((p for p in ["/usr/local/go/bin/go"] if Path(p).exists()), None)
@@ -49,49 +56,11 @@ async def driver(driver_binary):
         yield d
 
 
-@pytest_asyncio.fixture
-async def stream(embedded_server):
-    """A stream of its own (subjects <name>.>) on the embedded server, deleted afterwards; yields (js, name)."""
-    nc = await embedded_server.connect()
-    js = nc.jetstream()
-    name = f"GODRV_{uuid.uuid4().hex[:8]}"
-    await js.add_stream(name=name, subjects=[f"{name}.>"])
-    yield js, name
-    await js.delete_stream(name)
-    await nc.close()
-
-
-@pytest_asyncio.fixture
-async def proxy(embedded_server):
-    async with NatsProxy.for_url(embedded_server.url) as p:
-        yield p
-
-
-async def publish(js, stream: str, count: int) -> None:
-    for i in range(count):
-        await js.publish(f"{stream}.a", f"m{i}".encode())
-
-
-async def ordered(driver: PipeDriver, stream: str, sub: str = "o", heartbeat: float | None = HEARTBEAT) -> dict:
-    return await driver.call(
-        "ordered", session="s", sub=sub, stream=stream, subject=f"{stream}.>", idle_heartbeat_s=heartbeat,
-        start=None, inactive_threshold_s=None,
-    )  # fmt: skip
-
-
-async def pull_consumer(js, stream: str, name: str) -> None:
-    await js.add_consumer(stream, api.ConsumerConfig(durable_name=name, ack_policy=api.AckPolicy.EXPLICIT))
-
-
 async def pull_request_waiting(js, stream: str, consumer: str) -> None:
     """Until the server holds a pull request of `consumer` (num_waiting), polling its info for up to WAIT s."""
     async with asyncio.timeout(WAIT):
         while (await js.consumer_info(stream, consumer)).num_waiting == 0:
             await asyncio.sleep(0.02)
-
-
-def sequences(deliveries: list[dict]) -> list[tuple[int, int]]:
-    return [(d["stream_seq"], d["consumer_seq"]) for d in deliveries]
 
 
 @pytest.mark.asyncio

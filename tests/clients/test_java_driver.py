@@ -18,10 +18,21 @@ import pytest
 import pytest_asyncio
 from nats.js import api
 
-from jetcheck.fixtures.proxy import NatsProxy
-
 from .driver_contract import WAIT_S as WAIT
-from .driver_contract import PipeDriver, WatchContract, connected, kv_bucket, kv_watch_request, put, running, watched
+from .driver_contract import (  # noqa: F401 (fixtures)
+    PipeDriver,
+    WatchContract,
+    connected,
+    kv_bucket,
+    kv_watch_request,
+    ordered,
+    publish,
+    pull_consumer,
+    put,
+    running,
+    sequences,
+    watched,
+)
 
 DRIVER_DIR = Path(__file__).resolve().parents[2] / "conformance" / "clients" / "drivers" / "java"
 JAVA, MVN = shutil.which("java"), shutil.which("mvn")
@@ -43,44 +54,6 @@ def driver_jar(tmp_path_factory) -> Path:
 async def driver(driver_jar):
     async with running(JAVA, "-jar", str(driver_jar)) as d:
         yield d
-
-
-@pytest_asyncio.fixture
-async def stream(embedded_server):
-    """A stream of its own (subjects <name>.>) on the embedded server, deleted afterwards; yields (js, name)."""
-    nc = await embedded_server.connect()
-    js = nc.jetstream()
-    name = f"JAVADRV_{uuid.uuid4().hex[:8]}"
-    await js.add_stream(name=name, subjects=[f"{name}.>"])
-    yield js, name
-    await js.delete_stream(name)
-    await nc.close()
-
-
-@pytest_asyncio.fixture
-async def proxy(embedded_server):
-    async with NatsProxy.for_url(embedded_server.url) as p:
-        yield p
-
-
-async def publish(js, stream: str, count: int) -> None:
-    for i in range(count):
-        await js.publish(f"{stream}.a", f"m{i}".encode())
-
-
-async def ordered(driver: PipeDriver, stream: str, sub: str = "o", heartbeat: float | None = HEARTBEAT) -> dict:
-    return await driver.call(
-        "ordered", session="s", sub=sub, stream=stream, subject=f"{stream}.>", idle_heartbeat_s=heartbeat,
-        start=None, inactive_threshold_s=None,
-    )  # fmt: skip
-
-
-async def pull_consumer(js, stream: str, name: str) -> None:
-    await js.add_consumer(stream, api.ConsumerConfig(durable_name=name, ack_policy=api.AckPolicy.EXPLICIT))
-
-
-def sequences(deliveries: list[dict]) -> list[tuple[int, int]]:
-    return [(d["stream_seq"], d["consumer_seq"]) for d in deliveries]
 
 
 @pytest.mark.asyncio

@@ -21,7 +21,6 @@ import pytest_asyncio
 from nats.js import api
 
 from jetcheck.conformance.clients.build import rust_driver
-from jetcheck.fixtures.proxy import NatsProxy
 
 from ..conftest import VENDOR_PASSWORD
 from .driver_contract import (
@@ -32,8 +31,12 @@ from .driver_contract import (
     kv_bucket,
     kv_watch,
     kv_watch_request,
+    ordered,
+    publish,
+    pull_consumer,
     put,
     running,
+    sequences,
     watched,
 )
 from .driver_contract import WAIT_S as WAIT
@@ -60,44 +63,6 @@ def driver_binary() -> Path:
 async def driver(driver_binary):
     async with running(str(driver_binary)) as d:
         yield d
-
-
-@pytest_asyncio.fixture
-async def stream(embedded_server):
-    """A stream of its own (subjects <name>.>) on the embedded server, deleted afterwards; yields (js, name)."""
-    nc = await embedded_server.connect()
-    js = nc.jetstream()
-    name = f"RSDRV_{uuid.uuid4().hex[:8]}"
-    await js.add_stream(name=name, subjects=[f"{name}.>"])
-    yield js, name
-    await js.delete_stream(name)
-    await nc.close()
-
-
-@pytest_asyncio.fixture
-async def proxy(embedded_server):
-    async with NatsProxy.for_url(embedded_server.url) as p:
-        yield p
-
-
-async def publish(js, stream: str, count: int) -> None:
-    for i in range(count):
-        await js.publish(f"{stream}.a", f"m{i}".encode())
-
-
-async def ordered(driver: PipeDriver, stream: str, sub: str = "o", heartbeat: float | None = HEARTBEAT) -> dict:
-    return await driver.call(
-        "ordered", session="s", sub=sub, stream=stream, subject=f"{stream}.>", idle_heartbeat_s=heartbeat,
-        start=None, inactive_threshold_s=None,
-    )  # fmt: skip
-
-
-async def pull_consumer(js, stream: str, name: str) -> None:
-    await js.add_consumer(stream, api.ConsumerConfig(durable_name=name, ack_policy=api.AckPolicy.EXPLICIT))
-
-
-def sequences(deliveries: list[dict]) -> list[tuple[int, int]]:
-    return [(d["stream_seq"], d["consumer_seq"]) for d in deliveries]
 
 
 async def consume(driver: PipeDriver, stream: str, heartbeat: float | None = HEARTBEAT, **more) -> dict:
