@@ -129,8 +129,10 @@ def _check_parquet(path: Path, fields: tuple[tuple[str, str], ...]) -> None:
 
     try:
         schema = pq.read_schema(path)
-    except (pa.ArrowException, OSError) as exc:
-        raise ConfigError(f"{path} is not a readable Parquet file: {str(exc).splitlines()[0]}") from None
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:  # a garbled footer can name a column in non-UTF-8
+        raise ConfigError(
+            f"{path} is not a readable Parquet file: {(str(exc) or type(exc).__name__).splitlines()[0]}"
+        ) from None
     for name, kind in fields:
         if name not in schema.names:
             raise ConfigError(f"{path} has no column {name}: not a jetcheck log")
