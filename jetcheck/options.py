@@ -203,12 +203,8 @@ def _choice(*allowed: str) -> Callable[[str], str]:
 
 
 CLIENTS = ("nats-py", "nats.js", "nats.go", "async-nats", "jnats")
-DRIVEN_CLIENTS = (
-    "nats.js",
-    "nats.go",
-    "async-nats",
-    "jnats",
-)  # run through a driver process; `@version` picks a release
+# run through a driver process; `@version` picks a release
+DRIVEN_CLIENTS = ("nats.js", "nats.go", "async-nats", "jnats")
 
 
 def _client(value: str) -> str:
