@@ -18,6 +18,9 @@ from nats.js import api
 from nats.js.errors import NotFoundError
 
 WAIT_S = 5.0  # bound on any wait for the driver
+# a load record carries every row of its batch: on a fast machine 20 ms of closed-loop publishes pass asyncio's
+# default 64 KiB line limit, which killed the reader (fresh-clone run 31); the product's reader has no limit
+MAX_LINE_BYTES = 64 * 1024 * 1024
 SESSION = "s"  # the one session most tests open
 WATCH_DEFAULTS = {"keys": [">"], "include_history": False, "updates_only": False, "ignore_deletes": False,
                   "meta_only": False}  # fmt: skip
@@ -83,7 +86,8 @@ class PipeDriver:
 async def running(*command: str) -> AsyncIterator[PipeDriver]:
     """The driver `command` starts, shut down afterwards; it must exit with status 0. Its stderr (its log) goes to
     the test's own, so pytest shows it with a failure."""
-    proc = await asyncio.create_subprocess_exec(*command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+    pipe = asyncio.subprocess.PIPE
+    proc = await asyncio.create_subprocess_exec(*command, stdin=pipe, stdout=pipe, limit=MAX_LINE_BYTES)
     driver = PipeDriver(proc)
     yield driver
     if proc.returncode is None:
