@@ -28,10 +28,8 @@ def client_release_grids(results: pd.DataFrame) -> list[dict[str, Any]]:
     own = results[(results["subject"] == "client") & (results["client"] != "")]
     if own.empty:
         return []
-    own = own.assign(
-        name=own["client"].str.rsplit(" ", n=1).str[0],
-        release=own["client"].str.rsplit(" ", n=1).str[-1],
-    )
+    name_release = own["client"].str.rsplit(" ", n=1)
+    own = own.assign(name=name_release.str[0], release=name_release.str[-1])
     several_servers = own["server_version"].nunique() > 1
     own = own.assign(column=own["release"] + (" · server " + own["server_version"] if several_servers else ""))
     grids = []
