@@ -95,24 +95,23 @@ def test_bad_env_is_one_clear_error_when_a_factory_is_used(pytester: pytest.Pyte
     result.stdout.fnmatch_lines(["*jetcheck: *JETCHECK_CHECK_TIMEOUT*abc*"])
 
 
-def _readme_example() -> tuple[str, str]:
-    """The conftest.py and test file of README's "Fixtures for your own tests", exactly as printed."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme.split("## Fixtures for your own tests", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+def _guide_example() -> tuple[str, str]:
+    """The conftest.py and test file of the guide "Fixtures in your own tests", exactly as printed."""
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "guides" / "fixtures.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", guide, re.S)
     conftest, test = blocks
     assert conftest.startswith("# conftest.py") and test.startswith("# test_my_app.py")
     return conftest, test
 
 
-def test_readme_example_runs_for_real(pytester: pytest.Pytester, monkeypatch, shared_cache, tmp_path) -> None:
-    """README's example conftest.py and tests, exactly as printed, pass in a user's run: every factory, with a real
-    cluster, a real container killed and restarted on its store, and a proxy in front of a real server."""
+def test_the_guides_example_runs_for_real(pytester: pytest.Pytester, monkeypatch, shared_cache, tmp_path) -> None:
+    """The fixtures guide's example conftest.py and tests, exactly as printed, pass in a user's run: every factory,
+    with a real cluster, a real container killed and restarted on its store, and a proxy in front of a real server."""
     existing = ManagedServerProvider("local", wheel_binary(DEFAULT_VERSION), tmp_path / "existing")
     target = existing.start()
     try:
         monkeypatch.setenv("NATS_URL", target.url)
-        conftest, test = _readme_example()
+        conftest, test = _guide_example()
         pytester.makeini(INI)
         pytester.makeconftest(conftest)
         pytester.makepyfile(test_my_app=test)

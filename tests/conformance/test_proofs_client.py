@@ -63,7 +63,7 @@ QUIET = "heartbeat.client-quiet-while-flowing"
 NOT_TERMINAL = "heartbeat.client-not-terminal"
 RESETS = {GAP, CONFIG, RELEASED, FILTER, START}  # checks that lose a delivery in transit to force a reset
 PUSH_ONCE = {"push.durable-config", "push.ephemeral", "push.queue-group"}  # each message delivered exactly once
-# async-nats's and jnats's proofs are run by hand (README, "Certify another client"): each client here costs minutes
+# async-nats's and jnats's proofs are run by hand (docs/guides/certify-client.md): each client here costs minutes
 # of CI
 CLIENTS = tuple(client for client in ADAPTERS if client not in ("async-nats", "jnats"))
 # Adapter rules whose check is `na` for a client documenting this behaviour (the check reads the same field), so no

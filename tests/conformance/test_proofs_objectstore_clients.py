@@ -2,7 +2,7 @@
 wire breakers in front of an embedded server, as a user would run it, or with its watcher, seal or status
 misreporting (`<client>+<mode>`: a driver's misbehave mode, nats-py's wrapper of the same name).
 
-What a client fails on its own (its deviations from ADR-20, README "Client findings") is not listed here: it comes
+What a client fails on its own (its deviations from ADR-20, docs/clients/index.md) is not listed here: it comes
 from the client's reference run, through the proxy without a breaker, and every row must fail exactly the checks of
 the rules it breaks plus those. Driver rows need node (nats.js) or Go (nats.go); without them the
 row is skipped with the driver build's own reason.

@@ -15,7 +15,7 @@ from .test_proofs_client import missing_toolchain
 
 PUSH_BROKEN = {"push.durable-config", "push.durable-resumes", "push.ephemeral", "push.queue-group"}
 
-# The checks a client fails with no breaker, for its own reason (README's client table).
+# The checks a client fails with no breaker, for its own reason (docs/guides/version-matrix.md's client table).
 OWN_FAILURES = {"nats.js": ("test_push.py::test_subscriptions_must_match_the_consumers_deliver_group",), "nats.go": ()}
 
 PROOFS = [

@@ -81,7 +81,7 @@ def test_a_hold_range_is_min_dash_max_seconds(capsys):
 
 def test_the_default_faults_need_no_relays():
     """The default --faults are the process faults alone, so a default run's cluster is routed directly and its
-    schedules are the ones the README's figures were measured with."""
+    schedules are the ones the durability guide's figures were measured with."""
     args = build_parser().parse_args(["durability"])
     assert args.faults == list(PROCESS_FAULTS)
     assert not set(args.faults) & set(NETWORK_FAULTS)
