@@ -45,6 +45,7 @@ from jetcheck.load.scenarios import (
     setup,
     teardown,
 )
+from jetcheck.load.settings import load_settings, locust_values
 from jetcheck.options import add_locust_arguments, new_run_prefix, resolve_credentials
 from jetcheck.redact import redact_url
 
@@ -73,23 +74,9 @@ def add_options(parser) -> None:
 
 
 def settings_from(options) -> LoadSettings:
-    spec = scenario(options.jetcheck_scenario)
+    """This test's settings from Locust's parsed options (`jetcheck load` hands them over: jetcheck.load.settings)."""
     users = options.jetcheck_users_total or getattr(options, "num_users", None) or 1
-    return LoadSettings(
-        scenario=spec.name,
-        server_url=options.jetcheck_server,
-        run_id=options.jetcheck_run_id,
-        prefix=options.jetcheck_run_prefix,
-        out_dir=options.jetcheck_out,
-        rate=options.jetcheck_rate if spec.paced else 0.0,
-        users=users,
-        consumers=options.jetcheck_consumers if spec.publisher and spec.consumer else users,
-        payload_size=options.jetcheck_payload,
-        max_inflight=options.jetcheck_max_inflight,
-        prefill=options.jetcheck_prefill,
-        replicas=options.jetcheck_replicas,
-        monitor_url=options.jetcheck_monitor,
-    )
+    return load_settings({**locust_values(options), "users": users})
 
 
 def target_for(url: str) -> Target:
