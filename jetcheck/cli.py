@@ -30,7 +30,8 @@ class Parser(argparse.ArgumentParser):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        # argparse's own pattern knows only plain negative numbers (-5, -.5), not -5s or -1e3
+        # argparse's own pattern knows only plain negative numbers (-5, -.5), not -5s or -1e3 (a private attribute:
+        # tests/test_private_apis.py says why)
         self._negative_number_matcher = re.compile(r"^-\.?\d")
 
     def parse_args(self, args=None, namespace=None):  # type: ignore[override]

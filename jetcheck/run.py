@@ -30,7 +30,6 @@ from jetcheck.options import (
     cli_flag,
     credential_environment,
     resolve,
-    resolve_some,
 )
 from jetcheck.records import RESULTS_FILE
 from jetcheck.reports.inputs import CERTIFY_DIR, LOAD_DIR, LOAD_FILE, REPORT_DIR
@@ -54,17 +53,18 @@ class Step:
 
 def default_steps(
     run_dir: Path,
+    run_prefix: str,
     server_version: str | None = None,
     server: str = "local",
     credentials: Credentials | None = None,
-    run_prefix: str | None = None,
 ) -> list[Step]:
+    """Certify and load into `run_dir`. The target travels as --server, its credentials, secrets included, in the
+    environment only; `run_prefix`, the one the run resolved and its preflight claimed, names what both steps create
+    (certify deletes all of its own before load claims the prefix again)."""
     cli = [sys.executable, "-m", "jetcheck.cli"]
-    # the target travels as --server; its credentials, secrets included, in the environment only; one run prefix
-    # names what both steps create (certify deletes all of its own before load claims the prefix)
     server_args = [
         "--run-prefix",
-        run_prefix or resolve_some(["run_prefix"], {}, os.environ)["run_prefix"],  # JETCHECK_RUN_PREFIX or fresh
+        run_prefix,
         "--server",
         server,
         *(["--server-version", server_version] if server_version else []),
@@ -210,17 +210,14 @@ def default_run_dir() -> Path:
 
 
 def main_job(
-    out: Path | None,
-    server_version: str | None,
+    run_dir: Path,
+    steps: list[Step],
     master: str | None = None,
-    steps: list[Step] | None = None,
     stream: TextIO | None = None,
     strict: bool = False,
-    server: str = "local",
-    credentials: Credentials | None = None,
     preflight: Callable[[], None] | None = None,
 ) -> int:
-    """Certify, load, report into one run folder; print index.html's path.
+    """Run `steps` (certify, load: `default_steps`), then the report, into one run folder; print index.html's path.
 
     The report is the job's product: exit 0 once it is written, 3 when a step did not complete (certify's
     results included: an incomplete result set is never a pass). With `strict`, a MUST failure exits 1 as
@@ -232,14 +229,12 @@ def main_job(
     from jetcheck.reports.warm import WarmSession, warms
 
     stream = stream or sys.stderr
-    run_dir = Path(out) if out else default_run_dir()
     if (run_dir / CERTIFY_DIR).exists() or (run_dir / LOAD_DIR).exists():
         raise ConfigError(f"--out {run_dir} already holds a run: choose a new folder")
     if preflight is not None:
         preflight()
     logs = run_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    steps = steps if steps is not None else default_steps(run_dir, server_version, server, credentials)
     progress = Progress(len(steps) + 1, stream)
     incomplete = []
     print(f"jetcheck run -> {run_dir}", file=stream, flush=True)
@@ -281,7 +276,7 @@ def main_job(
 
 def validate_run(args: argparse.Namespace) -> Config:
     """The target and its credentials resolved and checked as certify does (a --server-version with a URL is
-    refused there; the run's other options come from the table); nothing is started."""
+    refused there; the run's other options, the run prefix among them, come from the table); nothing is started."""
     cli = {name: args.given.get(name) for name in ("server", "server_version", *CREDENTIAL_OPTIONS)}
     return resolve(cli=cli, env=os.environ, flag=cli_flag)
 
@@ -290,15 +285,15 @@ def run_command(args: argparse.Namespace) -> int:
     from jetcheck.conformance.certify import preflight
 
     cfg = validate_run(args)
-    return main_job(
-        Path(args.out) if args.out else None,
+    run_dir = Path(args.out) if args.out else default_run_dir()
+    steps = default_steps(
+        run_dir,
+        cfg.run_prefix,  # the prefix preflight claims on a URL target: JETCHECK_RUN_PREFIX or a fresh one
         args.given.get("server_version"),  # not given: certify and load take the default (or the variable) alike
-        args.master,
-        strict=args.strict,
-        server=cfg.server,
-        credentials=cfg.credentials(),
-        preflight=functools.partial(preflight, cfg),
+        cfg.server,
+        cfg.credentials(),
     )
+    return main_job(run_dir, steps, args.master, strict=args.strict, preflight=functools.partial(preflight, cfg))
 
 
 def register(subparsers) -> None:

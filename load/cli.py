@@ -20,6 +20,7 @@ import sys
 import time
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from jetcheck.errors import ConfigError
 from jetcheck.fixtures import children
@@ -43,6 +44,7 @@ from . import runfile, summary
 from .driven import check_driven_scenario, is_driven, prepare_driver, split_client
 from .monitor import default_monitor_url, reachable
 from .scenarios import LoadSettings, scenario, setup, teardown
+from .settings import load_settings, locust_handover
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")  # a path, not an import: Locust monkey-patches on import
 GRACE_S = 120.0  # setup (prefill), drain and teardown on top of the run time
@@ -107,9 +109,8 @@ def default_processes(spec, users: int) -> int:
     return 1
 
 
-def locust_command(
-    args, duration_s: float, out: Path, run_id: str, prefix: str, monitor: str, server_version: str
-) -> list[str]:
+def locust_command(args, duration_s: float, out: Path, handed: list[str]) -> list[str]:
+    """Locust's command: its own options, then the locustfile's `handed` arguments (`locust_handover`)."""
     cmd = [
         sys.executable,
         "-m",
@@ -130,33 +131,7 @@ def locust_command(
         str(out / "locust"),
         "--html",
         str(out / "locust.html"),
-        "--jetcheck-scenario",
-        args.scenario,
-        "--jetcheck-client",
-        args.client,
-        "--jetcheck-rate",
-        str(args.rate),
-        "--jetcheck-consumers",
-        str(args.consumers),
-        "--jetcheck-payload",
-        str(args.payload),
-        "--jetcheck-max-inflight",
-        str(args.max_inflight),
-        "--jetcheck-prefill",
-        str(args.prefill),
-        "--jetcheck-replicas",
-        str(args.replicas),
-        "--jetcheck-out",
-        str(out),
-        "--jetcheck-run-id",
-        run_id,
-        "--jetcheck-run-prefix",
-        prefix,
-        "--jetcheck-prefix-claimed",
-        "--jetcheck-monitor",
-        monitor,
-        "--jetcheck-server-version",
-        server_version,
+        *handed,
     ]
     if args.processes > 1:
         # the master and its workers talk over loopback on a free port: not Locust's 5557 on every interface,
@@ -165,6 +140,20 @@ def locust_command(
         cmd += ["--processes", str(args.processes), "--master-bind-host", "127.0.0.1", "--master-bind-port", port]
         cmd += ["--master-host", "127.0.0.1", "--master-port", port]
     return cmd
+
+
+def run_values(args, server_url: str, run_id: str, out: Path, monitor: str) -> dict[str, Any]:
+    """The resolved options and what this run decided, by option name: what the run's settings are built from
+    (`load_settings`) and the locustfile's options are handed (`locust_handover`, with the server's version)."""
+    return {
+        **vars(args),
+        "server": server_url,
+        "run_id": run_id,
+        "out": str(out),
+        "monitor": monitor,
+        "users_total": args.users,
+        "prefix_claimed": True,  # by _prepare, before Locust starts
+    }
 
 
 async def _prepare(target: Target, settings: LoadSettings, clean_previous: bool) -> str:
@@ -203,37 +192,25 @@ def run(args) -> int:
         raise TargetError(f"--monitor {args.monitor} does not answer /varz: no server samples could be recorded")
     credentials = Credentials(**{name: getattr(args, name) for name in CREDENTIAL_OPTIONS})
     run_id = "load-" + secrets.token_hex(4)
-    prefix = args.run_prefix
     out = Path(args.out or Path("jetcheck-load") / run_id)
     if is_driven(args.client):
         prepare_driver(args.client)  # built before anything starts: a missing tool is one line, exit 2
     provider = provider_for(args.server, args.server_version, credentials)
     try:
         target = provider.start()  # inside the try: interrupted while it starts, the server is stopped too
-        settings = LoadSettings(
-            scenario=args.scenario,
-            server_url=target.url,
-            run_id=run_id,
-            prefix=prefix,
-            out_dir=str(out),
-            rate=args.rate,
-            users=args.users,
-            consumers=args.consumers,
-            payload_size=args.payload,
-            max_inflight=args.max_inflight,
-            prefill=args.prefill,
-            replicas=args.replicas,
-        )
+        monitor = target.process.monitor_url if target.process else (args.monitor or default_monitor_url(target.url))
+        values = run_values(args, target.url, run_id, out, monitor)
+        settings = load_settings(values)
         version = asyncio.run(_prepare(target, settings, args.clean_previous))
         out.mkdir(parents=True, exist_ok=True)  # only once the target has answered
-        monitor = target.process.monitor_url if target.process else (args.monitor or default_monitor_url(target.url))
         if not target.process and not args.monitor and not reachable(monitor):
             print(f"jetcheck load: nothing answers at {monitor}: no server samples (give --monitor URL)", flush=True)
-        cmd = locust_command(args, duration_s, out, run_id, prefix, monitor, version)
-        # the URL (which may carry credentials) and the credentials travel in the environment, not on the command
-        # line; a server the suite started itself takes none
+        handed, handed_environment = locust_handover({**values, "server_version": version})
+        cmd = locust_command(args, duration_s, out, handed)
+        # the server's URL (which may carry credentials) and the credentials travel in the environment, not on the
+        # command line; a server the suite started itself takes none
         env = {k: v for k, v in os.environ.items() if k not in CREDENTIAL_VARIABLES}
-        env["JETCHECK_LOAD_SERVER"] = target.url
+        env.update(handed_environment)
         if not target.managed:
             env.update(credential_environment(credentials))
         print(

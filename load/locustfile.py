@@ -27,7 +27,7 @@ from typing import Any
 import gevent
 from locust import User, constant, events, task
 from locust.runners import MasterRunner, WorkerRunner
-from locust.stats import PERCENTILES_TO_REPORT, StatsCSV, StatsError, bucket_response_time
+from locust.stats import PERCENTILES_TO_REPORT, StatsCSV, StatsEntry, StatsError, bucket_response_time
 
 from jetcheck.fixtures.cleanup import PrefixInUse, claim_prefix
 from jetcheck.fixtures.target import Target, speaks_tls
@@ -45,6 +45,7 @@ from jetcheck.load.scenarios import (
     setup,
     teardown,
 )
+from jetcheck.load.settings import load_settings, locust_values
 from jetcheck.options import add_locust_arguments, new_run_prefix, resolve_credentials
 from jetcheck.redact import redact_url
 
@@ -73,23 +74,9 @@ def add_options(parser) -> None:
 
 
 def settings_from(options) -> LoadSettings:
-    spec = scenario(options.jetcheck_scenario)
+    """This test's settings from Locust's parsed options (`jetcheck load` hands them over: jetcheck.load.settings)."""
     users = options.jetcheck_users_total or getattr(options, "num_users", None) or 1
-    return LoadSettings(
-        scenario=spec.name,
-        server_url=options.jetcheck_server,
-        run_id=options.jetcheck_run_id,
-        prefix=options.jetcheck_run_prefix,
-        out_dir=options.jetcheck_out,
-        rate=options.jetcheck_rate if spec.paced else 0.0,
-        users=users,
-        consumers=options.jetcheck_consumers if spec.publisher and spec.consumer else users,
-        payload_size=options.jetcheck_payload,
-        max_inflight=options.jetcheck_max_inflight,
-        prefill=options.jetcheck_prefill,
-        replicas=options.jetcheck_replicas,
-        monitor_url=options.jetcheck_monitor,
-    )
+    return load_settings({**locust_values(options), "users": users})
 
 
 def target_for(url: str) -> Target:
@@ -141,7 +128,7 @@ def stop_load_before_runner(runner) -> None:
     loop, and with it every user's schedule, stands still meanwhile, while open-loop sends keep falling due: they
     went out late by up to that much and made the wind-down the run's p99. Stopped first, the drivers intend nothing
     during it. Every way to stop goes through this method: the run-time limit (quit), the web UI, the master's stop
-    message and jetcheck's drain."""
+    message and jetcheck's drain. Locust has no event before it (tests/test_private_apis.py lists this use)."""
     locust_stop = runner.stop
 
     @functools.wraps(locust_stop)
@@ -261,21 +248,35 @@ def pick_users(environment, **_kwargs) -> None:
 def count_every_op(stats, request_type, name, response_time, response_length, exception=None, context=None, **_):
     """Count a report's `context["ops"]` operations in Locust's statistics, not one: Locust's totals are then the
     op log's. Locust's own listener (registered before this one) logged the first; the rest count with the same
-    (mean) response time."""
+    (mean) response time, merged in at once as Locust's master merges a worker's report (StatsEntry.extend)."""
     extra = (context or {}).get("ops", 1) - 1
     if extra <= 0:
         return
-    second = int(time.time())
-    for entry in (stats.total, stats.get(name, request_type)):
-        entry.num_requests += extra
-        entry.num_reqs_per_sec[second] += extra
-        if exception is not None:
-            entry.num_failures += extra
-            entry.num_fail_per_sec[second] += extra
-        if response_time is not None:
-            entry.total_response_time += response_time * extra
-            entry.response_times[bucket_response_time(response_time)] += extra
+    now = time.time()
+    timed = response_time is not None
+    rest = StatsEntry.unserialize(
+        {
+            "name": name,
+            "method": request_type,
+            "last_request_timestamp": now,
+            "start_time": now,
+            "num_requests": extra,
+            "num_none_requests": 0 if timed else extra,
+            "num_failures": extra if exception is not None else 0,
+            "total_response_time": response_time * extra if timed else 0,
+            "max_response_time": response_time if timed else 0,
+            "min_response_time": response_time if timed else None,
+            "total_content_length": 0,  # the report's bytes were logged with the first
+            "response_times": {bucket_response_time(response_time): extra} if timed else {},
+            "num_reqs_per_sec": {int(now): extra},
+            "num_fail_per_sec": {int(now): extra} if exception is not None else {},
+        },
+        stats,
+    )
+    stats.total.extend(rest)
+    stats.get(name, request_type).extend(rest)
     if exception is not None:
+        # not public, and why: tests/test_private_apis.py
         stats.errors[StatsError.create_key(request_type, name, exception)].occurrences += extra
 
 

@@ -51,12 +51,13 @@ def build_report(
     spark=None,
     throughput_drop: float = compare.THROUGHPUT_DROP,
     p99_rise: float = compare.P99_RISE,
+    resolved: tuple[list[ResultSet], ResultSet | None] | None = None,
 ) -> ReportOutcome:
-    """Aggregate `inputs` (and `baseline`) and write index.html, summary.md and tables/ into `out`."""
+    """Aggregate `inputs` (and `baseline`) and write index.html, summary.md and tables/ into `out`. `resolved`:
+    their result sets and the baseline's, resolved already (and read by `inputs.check`), so no file is read twice."""
     if not inputs:
         raise ConfigError("report needs at least one --in DIR")
-    result_sets = resolve_all(inputs)
-    base = resolve(baseline) if baseline else None
+    result_sets, base = resolved or (resolve_all(inputs), resolve(baseline) if baseline else None)
     if base is not None and len(result_sets) != 1:
         raise ConfigError("--baseline compares one run: give exactly one --in with it")
     out = Path(out) if out else default_out(result_sets)

@@ -10,15 +10,19 @@ from pathlib import Path
 from jetcheck.errors import ConfigError
 from jetcheck.options import add_command
 from jetcheck.reports import inputs
+from jetcheck.reports.inputs import ResultSet
 
 
-def validate_report(args: argparse.Namespace) -> None:
+def validate_report(args: argparse.Namespace) -> tuple[list[ResultSet], ResultSet | None]:
     """Read every input (and the baseline) as the report will, before Spark starts: a corrupt or foreign file is
-    one line naming it."""
-    for result_set in inputs.resolve_all(args.inputs):
+    one line naming it. The result sets and the baseline's, for the report to read no file again."""
+    result_sets = inputs.resolve_all(args.inputs)
+    for result_set in result_sets:
         inputs.check(result_set)
-    if args.baseline:
-        inputs.check(inputs.resolve(args.baseline))
+    base = inputs.resolve(args.baseline) if args.baseline else None
+    if base is not None:
+        inputs.check(base)
+    return result_sets, base
 
 
 # Spark's error for a file it cannot read, e.g. a Parquet log whose pages are corrupt (its footer, checked by
@@ -40,7 +44,7 @@ def spark_read_failure(exc: Exception) -> str | None:
 def report_command(args: argparse.Namespace) -> int:
     from jetcheck.reports.build import build_report
 
-    validate_report(args)
+    resolved = validate_report(args)
     try:
         outcome = build_report(
             args.inputs,
@@ -49,6 +53,7 @@ def report_command(args: argparse.Namespace) -> int:
             master=args.master,
             throughput_drop=args.max_throughput_drop,
             p99_rise=args.max_p99_rise,
+            resolved=resolved,
         )
     except Exception as exc:  # only Spark's own read failure is bad input; anything else stays a bug to see
         failure = spark_read_failure(exc)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,10 @@ REPORT_DIR = "report"
 
 @dataclass(frozen=True)
 class ResultSet:
-    """One input folder resolved: where its conformance results and load logs are (either may be absent)."""
+    """One input folder resolved: where its conformance results and load logs are (either may be absent).
+
+    Its results.jsonl, run.json and load.json are read once, when first asked for (by `check`, then by the report's
+    aggregations and verdict), and kept."""
 
     label: str
     root: Path
@@ -40,15 +44,10 @@ class ResultSet:
     load: Path | None
 
     def results(self) -> list[CheckResult]:
-        if self.certify is None:
-            return []
-        try:
-            return list(read_results(self.certify / RESULTS_FILE))
-        except BadResultsError as exc:
-            raise ConfigError(str(exc)) from None
+        return list(self._results)
 
     def run_info(self) -> dict[str, Any]:
-        return _json(self.certify / RUN_FILE, RUN_FIELDS) if self.certify else {}
+        return dict(self._run_info)
 
     def verdict(self, labelled: bool = False) -> RunVerdict:
         """The conformance verdict of this result set, complete only if its run.json says the run finished with
@@ -56,6 +55,23 @@ class ResultSet:
         return judge(self.results(), self.run_info() or None, label=self.label if labelled else "")
 
     def load_info(self) -> dict[str, Any]:
+        return dict(self._load_info)
+
+    @cached_property
+    def _results(self) -> tuple[CheckResult, ...]:
+        if self.certify is None:
+            return ()
+        try:
+            return tuple(read_results(self.certify / RESULTS_FILE))
+        except BadResultsError as exc:
+            raise ConfigError(str(exc)) from None
+
+    @cached_property
+    def _run_info(self) -> dict[str, Any]:
+        return _json(self.certify / RUN_FILE, RUN_FIELDS) if self.certify else {}
+
+    @cached_property
+    def _load_info(self) -> dict[str, Any]:
         return _json(self.load / LOAD_FILE, LOAD_FIELDS) if self.load else {}
 
     def op_files(self) -> list[Path]:

@@ -169,7 +169,8 @@ def stop_starting_jvms(log: Path | None = None) -> None:
 
 def _forget_the_jvm() -> None:
     """pyspark keeps the gateway to its JVM for the process's life: once that JVM is stopped, a later session (the
-    report's own, after a warm-up closed) must launch another, not call the one gone."""
+    report's own, after a warm-up closed) must launch another, not call the one gone. Nothing public forgets it: the
+    private attributes below are listed, with why, in tests/test_private_apis.py."""
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 

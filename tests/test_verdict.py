@@ -259,7 +259,7 @@ def run_job(folder, run_dir, strict: bool) -> tuple[int, str]:
 
     step = Step("certify", ["cp", "-r", str(folder), str(run_dir / "certify")], run_dir / "certify" / RESULTS_FILE, 60)
     progress = io.StringIO()
-    code = main_job(run_dir, None, steps=[step], stream=progress, strict=strict)
+    code = main_job(run_dir, [step], stream=progress, strict=strict)
     return code, progress.getvalue()
 
 

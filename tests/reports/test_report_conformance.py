@@ -121,3 +121,20 @@ class TestInputs:
         """A folder without results is refused with one clear line."""
         with pytest.raises(ConfigError, match="no jetcheck results here"):
             resolve(tmp_path)
+
+
+def test_jetcheck_report_reads_each_result_file_once(tmp_path, monkeypatch):
+    """`jetcheck report` reads a result set's results.jsonl and run.json once: its check before anything starts
+    reads them, and the tables and the verdict use what it read."""
+    import collections
+
+    from jetcheck.cli import main
+    from jetcheck.reports import inputs
+
+    folder = _certify(tmp_path / "run")
+    reads: collections.Counter[str] = collections.Counter()
+    read_results, read_json = inputs.read_results, inputs._json
+    monkeypatch.setattr(inputs, "read_results", lambda path: reads.update([path.name]) or read_results(path))
+    monkeypatch.setattr(inputs, "_json", lambda path, types: reads.update([path.name]) or read_json(path, types))
+    assert main(["report", "--in", str(folder), "--out", str(tmp_path / "report")]) == 0
+    assert reads == {"results.jsonl": 1, "run.json": 1}

@@ -40,7 +40,7 @@ def test_must_failure_is_the_verdict_and_the_report_is_written(spark, tmp_path, 
     """A MUST failure in certify is printed as the verdict; the report is written, its path printed, exit 0."""
     run = tmp_path / "run"
     progress = io.StringIO()
-    code = main_job(run, None, steps=_steps(run, ("publish.rule-02",)), stream=progress)
+    code = main_job(run, _steps(run, ("publish.rule-02",)), stream=progress)
     assert code == EXIT_OK
     verdict = "verdict: server 2.15.1: 1 MUST server rule fails, 19/24 server rules pass (3 not in profile, 1 not run)"
     assert verdict in progress.getvalue()
@@ -61,7 +61,7 @@ def test_must_failure_is_the_verdict_and_the_report_is_written(spark, tmp_path, 
 def test_strict_run_exits_1_on_a_must_failure(spark, tmp_path):
     """With strict, a MUST failure exits 1, as certify does, after writing the report."""
     run = tmp_path / "run"
-    code = main_job(run, None, steps=_steps(run, ("publish.rule-02",)), stream=io.StringIO(), strict=True)
+    code = main_job(run, _steps(run, ("publish.rule-02",)), stream=io.StringIO(), strict=True)
     assert code == EXIT_MUST_FAILED
     assert (run / "report" / "index.html").exists()
 
@@ -70,7 +70,7 @@ def test_failed_step_exits_3_and_reports_what_exists(tmp_path, capsys):
     """A step that ends without its output makes the job exit 3; the report covers the other steps."""
     run = tmp_path / "run"
     progress = io.StringIO()
-    code = main_job(run, None, steps=_steps(run, (), load_ok=False), stream=progress)
+    code = main_job(run, _steps(run, (), load_ok=False), stream=progress)
     assert code == EXIT_STEP_FAILED
     assert "load     failed (exit 4, no load.json)" in progress.getvalue()
     assert (run / "report" / "index.html").exists()
@@ -81,12 +81,12 @@ def test_existing_run_folder_is_refused(tmp_path):
     """Reusing a run folder would append to its results: the job refuses it."""
     (tmp_path / "certify").mkdir()
     with pytest.raises(ConfigError, match="already holds a run"):
-        main_job(tmp_path, None, steps=[])
+        main_job(tmp_path, [])
 
 
 def test_default_steps_pass_the_server_version_to_certify_and_load(tmp_path):
     """--server-version reaches both subprocesses; load runs the mixed scenario for about 20 s."""
-    certify, load = default_steps(tmp_path, "2.10.25")
+    certify, load = default_steps(tmp_path, "jc0001", "2.10.25")
     assert certify.argv[1:4] == ["-m", "jetcheck.cli", "certify"]
     assert certify.argv[-2:] == ["--server-version", "2.10.25"]
     assert load.argv[3:8] == ["load", "--scenario", "mixed", "--duration", "20s"]
@@ -96,7 +96,7 @@ def test_default_steps_pass_the_server_version_to_certify_and_load(tmp_path):
 def test_a_url_target_reaches_both_steps_and_its_secrets_only_their_environment(tmp_path):
     """--server and credentials reach certify and load; the password is in their environment, never in an argv."""
     credentials = Credentials(user="vendor", password="s3cret-pw", tls_ca="/certs/ca.pem")
-    steps = default_steps(tmp_path, None, "tls://nats.example:4222", credentials)
+    steps = default_steps(tmp_path, "jc0001", None, "tls://nats.example:4222", credentials)
     for step in steps:
         assert step.argv[step.argv.index("--server") + 1] == "tls://nats.example:4222"
         assert not any("s3cret-pw" in arg for arg in step.argv)
@@ -107,15 +107,30 @@ def test_a_url_target_reaches_both_steps_and_its_secrets_only_their_environment(
         }
 
 
-def test_both_steps_create_under_one_run_prefix(tmp_path, monkeypatch):
-    """certify and load get the same fresh --run-prefix (or JETCHECK_RUN_PREFIX), so one prefix names all the run
-    created on the target."""
-    certify, load = default_steps(tmp_path)
-    prefix = certify.argv[certify.argv.index("--run-prefix") + 1]
-    assert prefix.startswith("jc") and load.argv[load.argv.index("--run-prefix") + 1] == prefix
-    assert default_steps(tmp_path)[0].argv != certify.argv  # fresh for every run
-    monkeypatch.setenv("JETCHECK_RUN_PREFIX", "vendor1")
-    assert {step.argv[step.argv.index("--run-prefix") + 1] for step in default_steps(tmp_path)} == {"vendor1"}
+def test_both_steps_create_under_the_run_prefix_preflight_claimed(tmp_path, monkeypatch):
+    """`jetcheck run` resolves one run prefix (JETCHECK_RUN_PREFIX or a fresh one): its preflight claims it on the
+    target, and certify and load create under it, so one prefix names all the run created."""
+    import argparse
+
+    import jetcheck.run
+
+    def handed(prefix_variable: str | None) -> tuple[str, set[str]]:
+        if prefix_variable is None:
+            monkeypatch.delenv("JETCHECK_RUN_PREFIX", raising=False)
+        else:
+            monkeypatch.setenv("JETCHECK_RUN_PREFIX", prefix_variable)
+        jobs = []
+        monkeypatch.setattr(jetcheck.run, "main_job", lambda run_dir, steps, *_, **kw: jobs.append((steps, kw)) or 0)
+        args = argparse.Namespace(out=str(tmp_path / "run"), master=None, strict=False, given={})
+        jetcheck.run.run_command(args)
+        ((steps, options),) = jobs
+        claimed = options["preflight"].args[0].run_prefix  # the Config preflight is called with
+        return claimed, {step.argv[step.argv.index("--run-prefix") + 1] for step in steps}
+
+    claimed, used = handed(None)
+    assert claimed.startswith("jc") and used == {claimed}
+    assert handed(None)[0] != claimed  # fresh for every run
+    assert handed("vendor1") == ("vendor1", {"vendor1"})
 
 
 def test_off_a_terminal_run_relays_the_steps_progress_lines(tmp_path):
