@@ -63,6 +63,13 @@ def _count(
     return Option(name, help, lambda: default, integer(low, high, what), **more)
 
 
+def _regression(name: str, help: str, default: float) -> Option:
+    """jetcheck report's share of the baseline past which a figure is flagged as a regression."""
+    return Option(
+        name, help + " (default {default})", lambda: str(default), share, metavar="SHARE", commands=("report",)
+    )
+
+
 def _switch(name: str, help: str, **more: Any) -> Option:
     """A flag without a value: yes when given, no by default."""
     return Option(name, help, lambda: "no", yes_no, switch=True, **more)
@@ -499,22 +506,8 @@ TABLE: tuple[Option, ...] = (
         commands=("report", "run"),
         variants={"run": {"help": "Spark master for the report (default: local[*])"}},
     ),
-    Option(
-        "max_throughput_drop",
-        "flag throughput below baseline by more than this share (default {default})",
-        lambda: str(THROUGHPUT_DROP),
-        share,
-        metavar="SHARE",
-        commands=("report",),
-    ),
-    Option(
-        "max_p99_rise",
-        "flag p99 above baseline by more than this share (default {default})",
-        lambda: str(P99_RISE),
-        share,
-        metavar="SHARE",
-        commands=("report",),
-    ),
+    _regression("max_throughput_drop", "flag throughput below baseline by more than this share", THROUGHPUT_DROP),
+    _regression("max_p99_rise", "flag p99 above baseline by more than this share", P99_RISE),
     _switch("strict", "exit 1 when a MUST check failed (a CI gate)", commands=("run",)),
 )
 
