@@ -260,7 +260,7 @@ TABLE: tuple[Option, ...] = (
         "scenario",
         "what the users do",
         lambda: None,
-        choices=registered_choices("scenario"),
+        choices=registered_choices("scenario"),  # jetcheck.load.scenarios registers them when imported
         required=True,
         variable=None,
         commands=("load", LOCUST),
