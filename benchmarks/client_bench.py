@@ -29,9 +29,9 @@ from pathlib import Path
 from load_bench import jetcheck_rate, nats_bench
 
 from jetcheck.conformance.clients.build import cache_root, find_go
-from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.fixtures.providers import provider_for
 from jetcheck.fixtures.target import Credentials
+from jetcheck.specs import DEFAULT_VERSION
 from jetcheck.versions import parse_version
 
 NATSCLI = "github.com/nats-io/natscli/nats"

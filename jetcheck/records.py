@@ -18,7 +18,7 @@ from dataclasses import MISSING, asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jetcheck.fixtures.errors import TargetError
+from jetcheck.errors import JetcheckError
 
 STATUSES = ("pass", "fail", "error", "na", "skip")
 LEVELS = ("MUST", "SHOULD")
@@ -40,7 +40,7 @@ def utc_now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
 
-class BadResultsError(TargetError):
+class BadResultsError(JetcheckError):
     """A results file holds something that is not a check result; the message names the file and line."""
 
 
@@ -245,7 +245,7 @@ class FaultRecord:
     """One fault of the schedule as it was done: which nodes, when, and when it was healed."""
 
     index: int
-    kind: str  # fixtures.cluster_faults.FAULT_KINDS
+    kind: str  # jetcheck.fault_kinds.FAULT_KINDS
     nodes: list[str]
     start_ns: int
     healed_ns: int

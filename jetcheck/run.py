@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from jetcheck.credentials import Credentials
 from jetcheck.errors import ConfigError
 from jetcheck.fixtures import children
-from jetcheck.fixtures.target import Credentials
 from jetcheck.options import (
     CREDENTIAL_OPTIONS,
     Config,

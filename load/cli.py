@@ -41,7 +41,7 @@ from jetcheck.records import LOAD_FILE
 from jetcheck.redact import redact_url
 
 from . import runfile, summary
-from .driven import check_driven_scenario, is_driven, prepare_driver, split_client
+from .driven import check_driven_scenario, is_driven, prepare_driver
 from .monitor import default_monitor_url, reachable
 from .scenarios import LoadSettings, scenario, setup, teardown
 from .settings import load_settings, locust_handover
@@ -70,7 +70,7 @@ def _validate(args) -> float:
     args.scenario = spec.name  # an alias (publish) runs as the scenario it names
     if is_driven(args.client):
         check_driven_scenario(args.client, spec.name)
-    elif (release := split_client(args.client.split("+")[0])[1]) and release != metadata.version("nats-py"):
+    elif (release := args.client.release) and release != metadata.version("nats-py"):
         raise ConfigError(
             f"load runs nats-py {metadata.version('nats-py')}, the release installed with jetcheck, not {release} "
             f"(`jetcheck certify --client nats-py@{release}` certifies that one)"

@@ -19,7 +19,7 @@ from jetcheck.conformance.clients.driven import driven_adapter, prepare
 from jetcheck.conformance.clients.driver import DriverAdapter
 from jetcheck.errors import ConfigError
 from jetcheck.fixtures.target import Credentials
-from jetcheck.options import DRIVEN_CLIENTS
+from jetcheck.specs import DRIVEN_CLIENTS, ClientSpec
 
 from .drivers import NEVER, Driver, DriverOpFailed, Overflow
 from .oplog import NO_E2E, SLOTS, OpLog
@@ -49,8 +49,8 @@ OVERFLOW = "Overflow"
 
 def split_client(client: str) -> tuple[str, str]:
     """`nats.go@v1.55.0` -> ("nats.go", "v1.55.0"); no version: the driver's pinned one."""
-    name, _, version = client.partition("@")
-    return name, version
+    spec = ClientSpec(client)
+    return spec.name, spec.release
 
 
 def is_driven(client: str) -> bool:
@@ -65,7 +65,7 @@ def check_driven_scenario(client: str, scenario_name: str) -> None:
     increments counters and publishes atomic batches; the scenarios made of those run through it, the others (sync
     publish, ordered consumer) through nats-py only."""
     spec = scenario(scenario_name)
-    if "+" in client:
+    if ClientSpec(client).variants:
         raise ConfigError(f"--client {client}: a driver's misbehave modes are for certify's proofs, not for load")
     if spec.publisher not in ("async", "kv", *REQUEST_OPS, "") or spec.consumer not in ("pull", ""):
         raise ConfigError(

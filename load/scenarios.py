@@ -14,6 +14,7 @@ from typing import Any
 
 from jetcheck.errors import ConfigError
 from jetcheck.fixtures.cleanup import connected_version, run_marker
+from jetcheck.option import register_choices
 
 PUBLISHER = "publisher"
 CONSUMER = "consumer"
@@ -74,6 +75,7 @@ STREAM_OPTIONS = {"counter": {"allow_msg_counter": True}, "batch": {"allow_atomi
 
 # other names a scenario answers to (`--scenario publish`: what every client, driven ones too, runs)
 ALIASES = {"publish": "publish-async"}
+register_choices("scenario", lambda: [*SCENARIOS, *ALIASES])  # --scenario's choices, in the option table
 
 
 def scenario(name: str) -> Scenario:

@@ -6,11 +6,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from jetcheck.option_table import P99_RISE, THROUGHPUT_DROP  # the report's option defaults
 from jetcheck.reports.conformance_report import FAILED, ConformanceTables
 from jetcheck.reports.load_report import GROUP, LoadTables
 
-THROUGHPUT_DROP = 0.10  # flag when ok ops/s fell by more than this share
-P99_RISE = 0.25  # flag when p99 rose by more than this share (p99 of a short run is noisy)
 P99_METRICS = ("response", "service", "e2e")
 
 

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from jetcheck.fixtures.binaries import DEFAULT_VERSION, wheel_binary
+from jetcheck.fixtures.binaries import wheel_binary
 from jetcheck.fixtures.process import NatsServerProcess
 from jetcheck.fixtures.providers import provider_for
 from jetcheck.fixtures.target import Credentials, Target
+from jetcheck.specs import DEFAULT_VERSION
 
 # The nats-server the project's tests run against (a tox env per version sets it).
 SERVER_VERSION = os.environ.get("JETCHECK_SERVER_VERSION", DEFAULT_VERSION)

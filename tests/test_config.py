@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from jetcheck.errors import ConfigError
-from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.options import OPTIONS, resolve
 from jetcheck.redact import REDACTED, redact_text, redact_url
+from jetcheck.specs import DEFAULT_VERSION
 
 
 def test_defaults_apply_when_nothing_is_given():

@@ -12,12 +12,13 @@ import nats
 import pytest
 from nats.js.api import AckPolicy, ConsumerConfig
 
-from jetcheck.fixtures.binaries import DEFAULT_VERSION, default_cache_dir, wheel_binary
+from jetcheck.fixtures.binaries import default_cache_dir, wheel_binary
 from jetcheck.fixtures.container import image_for
 from jetcheck.fixtures.engine import find_engine
 from jetcheck.fixtures.factories import jetcheck_container, jetcheck_proc, jetcheck_proxy
 from jetcheck.fixtures.providers import ManagedServerProvider
 from jetcheck.records import RESULTS_FILE, RUN_FILE, read_results
+from jetcheck.specs import DEFAULT_VERSION
 
 from .conftest import SERVER_VERSION
 

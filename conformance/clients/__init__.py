@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from jetcheck.errors import ConfigError
+from jetcheck.specs import ClientSpec
 
 from . import features  # noqa: F401  (attaches the server-feature ops to both sessions)
 from .base import ClientAdapter, ClientEvent, ClientSession, Delivery, Documented, EventLog, StartPolicy
@@ -68,8 +69,8 @@ def adapter_for(name: str) -> ClientAdapter:
     its variants are the driver's misbehave modes. An in-process client's variant wraps the one before it."""
     from .driven import MISBEHAVE_MODES, driven_adapter
 
-    spec, *names = name.split("+")
-    base, _, version = spec.partition("@")
+    client = ClientSpec(name)  # the option's spec, or a caller's text
+    base, version, names = client.name, client.release, client.variants
     if base not in ADAPTERS:
         raise ConfigError(f"unknown client {base!r}; known: {', '.join(ADAPTERS)}")
     for variant in names:
@@ -99,8 +100,8 @@ def adapter_for(name: str) -> ClientAdapter:
 def client_environment(name: str) -> dict[str, str]:
     """What a run of the client `name` needs in its pytest process's environment: for a nats-py release other than
     the installed one, PYTHONPATH leading to it (installed into jetcheck's cache now, once); else nothing."""
-    base, _, version = name.split("+")[0].partition("@")
-    release = natspy_release(version) if base == "nats-py" and version else None
+    client = ClientSpec(name)
+    release = natspy_release(client.release) if client.name == "nats-py" and client.release else None
     if release is None:
         return {}
     return {"PYTHONPATH": os.pathsep.join(p for p in (str(release), os.environ.get("PYTHONPATH", "")) if p)}
@@ -108,6 +109,6 @@ def client_environment(name: str) -> dict[str, str]:
 
 def without_release(name: str) -> str:
     """`name` with an in-process client's release left out: the adapter this process checks variants with."""
-    spec, *variants = name.split("+")
-    base = spec.partition("@")[0]
-    return "+".join([base if ADAPTERS.get(base) is not None else spec, *variants])
+    client = ClientSpec(name)
+    head = client.name if ADAPTERS.get(client.name) is not None else client.without_variants
+    return "+".join([head, *client.variants])

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from jetcheck.fixtures.target import Credentials
+from jetcheck.credentials import Credentials
 
 # Event kinds an adapter maps its client's reports onto.
 MISSED_HEARTBEAT = "missed-heartbeat"  # the client said heartbeats stopped arriving (ADR-37: a warning)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from jetcheck.specs import ClientSpec
+
 DEVIATION_PREFIX = "documented deviation"
 
 
@@ -33,5 +35,5 @@ DEVIATIONS = (
 
 def deviation_for(client: str, rule: str) -> DocumentedDeviation | None:
     """The deviation `client` (a results name, `+variant` and all) documents from `rule`, if it documents one."""
-    name = client.partition("+")[0]
+    name = ClientSpec(client).without_variants
     return next((d for d in DEVIATIONS if d.client == name and rule in d.rules), None)

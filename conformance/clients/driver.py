@@ -23,8 +23,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from jetcheck.credentials import Credentials
 from jetcheck.fixtures import children
-from jetcheck.fixtures.target import Credentials
 
 from .base import (
     ERROR,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from jetcheck.conformance.clients.features import PauseState
 
-from .variants import WrappedSession
+from .wrapping import WrappedSession
 
 
 class TtlDropped(WrappedSession):

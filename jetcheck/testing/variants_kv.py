@@ -15,7 +15,7 @@ import dataclasses
 from jetcheck.conformance.clients.base import KV_PUT, KeyNotFound, KvEntry
 from jetcheck.conformance.jsapi import subject_messages
 
-from .variants import RelayedWatches, WrappedSession
+from .wrapping import RelayedWatches, WrappedSession
 
 
 class KvWrapper:

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from jetcheck.conformance.profiles import profile_for
-from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.records import RUN_FILE
+from jetcheck.specs import DEFAULT_VERSION
 from jetcheck.verdict import EXIT_CONFORMS, EXIT_MUST_FAILED, OUT_OF_PROFILE
 
 from .proofs import broken_proxy, certify_run

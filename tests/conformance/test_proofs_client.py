@@ -27,8 +27,8 @@ import pytest
 from jetcheck.conformance.clients import ADAPTERS, Documented, adapter_for
 from jetcheck.conformance.clients.build import find_go, go_required, need_tool
 from jetcheck.errors import ConfigError
-from jetcheck.fixtures.binaries import DEFAULT_VERSION
 from jetcheck.records import CheckResult
+from jetcheck.specs import DEFAULT_VERSION
 from jetcheck.testing import CLIENT_VARIANTS
 
 from .proofs import (

@@ -16,9 +16,10 @@ import pytest
 from jetcheck import cli
 from jetcheck import durability as command
 from jetcheck.conformance.catalog import rules_checked_by
+from jetcheck.fault_kinds import PROCESS_FAULTS
 from jetcheck.fixtures import sticky_cancel
 from jetcheck.fixtures.binaries import wheel_binary
-from jetcheck.fixtures.cluster_faults import PROCESS_FAULTS, describe, plan_faults
+from jetcheck.fixtures.cluster_faults import describe, plan_faults
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.providers import ClusterProvider
 from jetcheck.fixtures.target import Target

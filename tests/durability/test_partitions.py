@@ -10,9 +10,8 @@ import pytest
 
 from jetcheck import cli
 from jetcheck.cli import build_parser
+from jetcheck.fault_kinds import NETWORK_FAULTS, PROCESS_FAULTS
 from jetcheck.fixtures.cluster_faults import (
-    NETWORK_FAULTS,
-    PROCESS_FAULTS,
     ClusterFaults,
     plan_faults,
     severed_links,

@@ -411,3 +411,13 @@ def test_a_driven_client_refuses_a_scenario_it_does_not_run(tmp_path, capsys):
 
     assert cli.main(["load", "--client", "nats.go", "--scenario", "ordered-consume", "--out", str(tmp_path)]) == 2
     assert "runs through nats-py only" in capsys.readouterr().err
+
+
+def test_a_driven_clients_misbehave_mode_is_refused_for_load(tmp_path, capsys):
+    """A driver's misbehave modes are for certify's proofs: `--client nats.go+duplicate-delivery` is one line and
+    exit 2 (before ClientSpec, `nats.go+...` read as no driven client, and the load ran through nats-py)."""
+    from jetcheck import cli
+
+    argv = ["load", "--client", "nats.go+duplicate-delivery", "--scenario", "publish", "--out", str(tmp_path)]
+    assert cli.main(argv) == 2
+    assert "a driver's misbehave modes are for certify's proofs, not for load" in capsys.readouterr().err
