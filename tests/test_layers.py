@@ -1,6 +1,7 @@
-"""The layers: the application (`jetcheck/`: the command line and the run job) on top; fixtures, conformance, load
-and reports below it. Nothing below imports the application, except the shared leaf modules (record shapes, the
-verdict, the option table, the errors, redaction), and a shared leaf imports nothing from the application.
+"""The layers: the application (`jetcheck/`: the command line and the run job) on top; fixtures, conformance, load,
+reports and durability below it. Nothing below imports the application, except the shared leaf modules (record
+shapes, the verdict, the option table, the errors, redaction), and a shared leaf imports nothing from the
+application.
 
 Read from the source with `ast`, so an import inside a function counts as much as one at the top of a module."""
 
@@ -80,7 +81,8 @@ def test_the_application_layer_holds_the_command_line_and_the_run_job():
 
 @pytest.mark.parametrize("importer", sorted(name for name in modules() if layer(name) != "application"))
 def test_nothing_below_the_application_imports_it(importer):
-    """A module of fixtures, conformance, load or reports, or a shared leaf, imports no application module."""
+    """A module of a layer below (fixtures, conformance, load, reports, durability) or a shared leaf imports no
+    application module."""
     path = modules()[importer]
     application = application_modules(set(modules()))
     wrong = sorted(name for name in imported(importer, path) if name in application)

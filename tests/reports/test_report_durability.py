@@ -1,6 +1,6 @@
-"""The report's durability section: made from a `jetcheck durability` run's history (jetcheck.records shapes), it
-times each run's acknowledged writes, errors and unknowns against its faults and counts the checker's anomalies per
-fault kind and setting."""
+"""The report's durability section: made from a `jetcheck durability` run's history (jetcheck.durability.history
+shapes), it times each run's acknowledged writes, errors and unknowns against its faults and counts the checker's
+anomalies per fault kind and setting."""
 
 from __future__ import annotations
 
@@ -13,9 +13,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from jetcheck import cli, records
+from jetcheck import cli
+from jetcheck.durability import history as records
+from jetcheck.durability.history import HISTORY_DIR, write_history
 from jetcheck.errors import ConfigError
-from jetcheck.records import HISTORY_DIR, RUN_FILE, write_history
+from jetcheck.records import RUN_FILE
 from jetcheck.reports.build import build_report
 from jetcheck.reports.durability_report import (
     AFTER_LAST_HEAL,
