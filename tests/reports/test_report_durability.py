@@ -236,6 +236,15 @@ def test_a_report_of_a_durability_run_has_the_section_with_its_table_and_timelin
     assert "&lt;b&gt;leader&lt;/b&gt; via nats://" in section and "<b>" not in section
 
 
+def test_what_was_tested_gives_a_durability_runs_cluster_its_node_count(tmp_path):
+    """A durability run's run.json names its nodes, not a cluster name: the report says a 3-node cluster, not a
+    single server (issue 30)."""
+    build_report([str(write_durability_run(tmp_path / "run"))], out=tmp_path / "report")
+    markdown = (tmp_path / "report" / "summary.md").read_text(encoding="utf-8")
+    assert "- cluster shape: 3-node cluster" in markdown, markdown
+    assert "single server" not in markdown
+
+
 def test_a_report_without_durability_runs_has_no_durability_section(tmp_path):
     """A certify run says nothing about durability."""
     certify = write_certify_run(tmp_path / "certify", sample_results())
