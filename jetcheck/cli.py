@@ -65,7 +65,7 @@ COMMAND_MODULES = {
     "load": "jetcheck.load.cli",
     "report": "jetcheck.reports.cli",
     "run": "jetcheck.run",
-    "durability": "jetcheck.durability",
+    "durability": "jetcheck.durability.cli",
 }
 
 

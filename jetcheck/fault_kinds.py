@@ -1,5 +1,5 @@
 """The kinds of fault jetcheck durability draws from, and how long one is held (a shared leaf: the option table
-offers them, fixtures.cluster_faults does them)."""
+offers them, jetcheck.durability.faults does them)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ DISK_FAULTS = ("truncate-minority", "bitflip-minority", "snapshot-minority", "tr
 # route links cut through the cluster's relays (fixtures.relay): the minority from the majority, the leader from
 # every other node, or two sides apart while one node (the bridge) still reaches both; or the leader's links stalled
 # (bytes held, TCP up). Asked for by name too: they need a cluster built with relays, and the default schedules (the
-# README's figures) stay as they were
+# durability guide's figures) stay as they were
 # and a share of the packets of the leader's links, or of the minority's, dropped: real packet loss
-# (fixtures.packet_loss), so the run goes into a network namespace of its own
+# (durability.packet_loss), so the run goes into a network namespace of its own
 LOSS_FAULTS = ("lossy-leader", "lossy-minority")
 # or every read on the leader's links held a while before the relay forwards it
 NETWORK_FAULTS = ("partition-minority", "partition-leader", "partition-bridge", "stall-leader", "slow-leader",

@@ -2,10 +2,10 @@
 against the faults done, and anomalies (lost, undelivered, duplicated, divergent, phantom) per fault kind and setting.
 
 A durability run's folder holds ordinary results (its rules are the conformance part's `durability` area) and a
-`history/` folder of JSONL records (jetcheck.records). The history is small (one line per publish attempt, delivery
-and stored message: tens of thousands of lines), so it is read with records.read_history on the driver, as the
-conformance results are; Spark is kept for the load logs. The anomalies are the checker's own
-(jetcheck.conformance.durability.check_history, re-run on the history), so the counts here are those of the rules.
+`history/` folder of JSONL records (jetcheck.durability.history). The history is small (one line per publish
+attempt, delivery and stored message: tens of thousands of lines), so it is read with read_history on the driver, as
+the conformance results are; Spark is kept for the load logs. The anomalies are the checker's own
+(jetcheck.durability.checker.check_history, re-run on the history), so the counts here are those of the rules.
 
 Each anomaly is tied to a fault by the time of the write it concerns (when it was acknowledged, or first sent when
 it never was): to the first fault of the schedule not yet healed by then, the one the write was exposed to first. A
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from jetcheck.conformance.durability import (
+from jetcheck.durability.checker import (
     ACKED_DELIVERED,
     ACKED_SURVIVE,
     DEDUP,
@@ -33,8 +33,15 @@ from jetcheck.conformance.durability import (
     History,
     check_history,
 )
+from jetcheck.durability.history import (
+    HISTORY_DIR,
+    DeliveryRecord,
+    FaultRecord,
+    PublishRecord,
+    StoredMessage,
+    read_history,
+)
 from jetcheck.errors import ConfigError
-from jetcheck.records import HISTORY_DIR, DeliveryRecord, FaultRecord, PublishRecord, StoredMessage, read_history
 from jetcheck.reports.conformance_report import redact_text
 from jetcheck.reports.inputs import ResultSet
 from jetcheck.versions import version_sort_key

@@ -267,10 +267,11 @@ def _tested(content: ReportContent) -> list[dict[str, Any]]:
         else:
             where = redact_text(str(target)) if target else ""
         version = server.get("version") or ", ".join(sorted(set(of_set["server_version"]) - {""}))
-        cluster = server.get("cluster", "")
+        cluster, nodes = server.get("cluster", ""), server.get("nodes")  # a durability run names its node count
+        shape = f"cluster {cluster}" if cluster else f"{nodes}-node cluster" if nodes else "single server"
         facts = [
             ("server", " ".join(v for v in (f"nats-server {version}".strip(), where and f"— {where}") if v)),
-            ("cluster shape", f"cluster {cluster}" if cluster else "single server"),
+            ("cluster shape", shape),
         ]
         if server.get("api_level"):
             facts.append(("JetStream API level", str(server["api_level"])))

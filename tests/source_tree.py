@@ -15,6 +15,7 @@ PACKAGES = {
     "conformance": "jetcheck.conformance",
     "load": "jetcheck.load",
     "reports": "jetcheck.reports",
+    "durability": "jetcheck.durability",
 }
 PRODUCT = tuple(PACKAGES)
 

@@ -1,7 +1,7 @@
-"""The layers: the application (`jetcheck/`: the command line and the run job) on top; fixtures, conformance, load
-and reports below it. Nothing below imports the application, except the shared leaf modules (record shapes, the
-verdict, the options, the specs, the errors, redaction); a shared leaf imports only other shared leaves (and the
-standard library and third-party packages); and no module imports itself through others (no import cycle).
+"""The layers: the application (`jetcheck/`: the command line and the run job) on top; fixtures, conformance, load,
+reports and durability below it. Nothing below imports the application, except the shared leaf modules (record
+shapes, the verdict, the options, the specs, the errors, redaction); a shared leaf imports only other shared leaves
+(and the standard library and third-party packages); and no module imports itself through others (no import cycle).
 
 Read from the source with `ast`, so an import inside a function counts as much as one at the top of a module."""
 
@@ -90,7 +90,8 @@ def test_the_application_layer_holds_the_command_line_and_the_run_job():
 
 @pytest.mark.parametrize("importer", sorted(name for name in modules() if layer(name) != "application"))
 def test_nothing_below_the_application_imports_it(importer):
-    """A module of fixtures, conformance, load or reports, or a shared leaf, imports no application module."""
+    """A module of a layer below (fixtures, conformance, load, reports, durability) or a shared leaf imports no
+    application module."""
     path = modules()[importer]
     application = application_modules(set(modules()))
     wrong = sorted(name for name in imported(importer, path) if name in application)

@@ -6,10 +6,10 @@ from dataclasses import replace
 
 import pytest
 
-from jetcheck.conformance import durability as rules
 from jetcheck.conformance.catalog import rules_checked_by
-from jetcheck.conformance.durability import History, check_history, summary
-from jetcheck.records import DeliveryRecord, PublishRecord, StoredMessage
+from jetcheck.durability import checker as rules
+from jetcheck.durability.checker import History, check_history, summary
+from jetcheck.durability.history import DeliveryRecord, PublishRecord, StoredMessage
 
 NODES = ("n1", "n2", "n3")
 

@@ -13,13 +13,14 @@ import nats.js.errors
 import pytest
 
 from jetcheck import cli
-from jetcheck import durability as command
+from jetcheck.durability import cli as command
+from jetcheck.durability.described_cluster import DescribedNode, read_cluster_file
+from jetcheck.durability.history import HISTORY_DIR, FaultRecord, read_history
+from jetcheck.durability.session import STREAM
 from jetcheck.fixtures.binaries import wheel_binary
-from jetcheck.fixtures.described_cluster import DescribedNode, read_cluster_file
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.process import free_port
 from jetcheck.fixtures.target import Target
-from jetcheck.records import HISTORY_DIR, FaultRecord, read_history
 
 from ..conftest import SERVER_VERSION
 
@@ -142,7 +143,7 @@ def test_a_described_cluster_is_faulted_by_its_commands_and_left_healed(shell_cl
     assert all(set(f.nodes) <= {"u1", "u2", "u3"} for f in faults), faults
     assert "sync_interval as configured" in printed.out
     wait_healthy(nodes)
-    assert not has_stream(nodes[0].url, command.STREAM)
+    assert not has_stream(nodes[0].url, STREAM)
 
 
 def test_a_failing_run_on_a_described_cluster_starts_again_what_it_killed(shell_cluster, tmp_path, monkeypatch, capsys):
@@ -159,7 +160,7 @@ def test_a_failing_run_on_a_described_cluster_starts_again_what_it_killed(shell_
         was_down.append(not nodes[1].healthy())
         raise TargetError("the session failed")
 
-    monkeypatch.setattr(command, "_session", failing_session)
+    monkeypatch.setattr(command, "run_session", failing_session)
     argv = ["durability", "--server", f"cluster-file:{path}", "--allow-faults", "--out", str(tmp_path / "out")]
     assert cli.main([*argv, "--faults", "kill-leader"]) == 2
     assert "the session failed" in capsys.readouterr().err

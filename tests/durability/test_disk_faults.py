@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from jetcheck.fixtures.cluster_faults import ClusterFaults, PlannedFault, damage_last_block, damage_store, run_schedule
+from jetcheck.durability.faults import ClusterFaults, damage_last_block, damage_store
+from jetcheck.durability.schedule import PlannedFault, run_schedule
 from jetcheck.fixtures.process import NatsServerProcess
 
 

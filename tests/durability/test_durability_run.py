@@ -14,17 +14,19 @@ import psutil
 import pytest
 
 from jetcheck import cli
-from jetcheck import durability as command
 from jetcheck.conformance.catalog import rules_checked_by
+from jetcheck.durability import cli as command
+from jetcheck.durability import session as run_session
+from jetcheck.durability import workload
+from jetcheck.durability.history import HISTORY_DIR, FaultRecord, PublishRecord, read_history
+from jetcheck.durability.schedule import describe, plan_faults
 from jetcheck.fault_kinds import PROCESS_FAULTS
 from jetcheck.fixtures import sticky_cancel
 from jetcheck.fixtures.binaries import wheel_binary
-from jetcheck.fixtures.cluster_faults import describe, plan_faults
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.providers import ClusterProvider
 from jetcheck.fixtures.target import Target
-from jetcheck.load import durability as workload
-from jetcheck.records import HISTORY_DIR, RESULTS_FILE, RUN_FILE, FaultRecord, PublishRecord, read_history
+from jetcheck.records import RESULTS_FILE, RUN_FILE
 from jetcheck.reports.inputs import resolve
 
 from ..conftest import SERVER_VERSION
@@ -74,7 +76,7 @@ def test_an_interrupted_session_does_not_wait_out_its_consumers_fetch(monkeypatc
     async def cancelled_while_fetching() -> float:
         no_faults: list = []
         session = asyncio.create_task(
-            command._session(provider.nodes, no_faults, workload.WorkloadPlan(duration_s=300.0), 7, None)
+            run_session.run_session(provider.nodes, no_faults, workload.WorkloadPlan(duration_s=300.0), 7, None)
         )
         observer = await Target(provider.nodes[0].url).connect()
         try:
@@ -101,7 +103,7 @@ async def _pull_waiting(nc) -> bool:
     """The run's consumer has a pull request waiting on the server (not yet: no consumer, or a cluster still electing
     the leader that answers)."""
     try:
-        info = await nc.jetstream(timeout=1.0).consumer_info(command.STREAM, command.CONSUMER)
+        info = await nc.jetstream(timeout=1.0).consumer_info(run_session.STREAM, run_session.CONSUMER)
     except (nats.js.errors.NotFoundError, nats.errors.TimeoutError):
         return False
     return info.num_waiting > 0
@@ -118,7 +120,7 @@ def run_with_failing_session(tmp_path, monkeypatch, capsys, argv: list[str], loo
         look(nodes, links, temp)
         raise TargetError("the session failed")
 
-    monkeypatch.setattr(command, "_session", failing_session)
+    monkeypatch.setattr(command, "run_session", failing_session)
     code = cli.main(["durability", "--server-version", SERVER_VERSION, *argv, "--out", str(tmp_path / "out")])
     assert code == 2 and "the session failed" in capsys.readouterr().err
     assert processes_under(temp) == []

@@ -10,10 +10,10 @@ import subprocess
 import pytest
 
 from jetcheck import cli
-from jetcheck.fixtures import packet_loss
+from jetcheck.durability import packet_loss
+from jetcheck.durability.history import HISTORY_DIR, FaultRecord, read_history
+from jetcheck.durability.packet_loss import TABLE, PacketLoss, dropped_packets, what_is_missing
 from jetcheck.fixtures.errors import TargetError
-from jetcheck.fixtures.packet_loss import TABLE, PacketLoss, dropped_packets, what_is_missing
-from jetcheck.records import HISTORY_DIR, FaultRecord, read_history
 
 from ..conftest import SERVER_VERSION
 

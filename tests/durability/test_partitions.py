@@ -10,15 +10,12 @@ import pytest
 
 from jetcheck import cli
 from jetcheck.cli import build_parser
+from jetcheck.durability.faults import ClusterFaults
+from jetcheck.durability.history import HISTORY_DIR, FaultRecord, read_history
+from jetcheck.durability.schedule import plan_faults, severed_links
 from jetcheck.fault_kinds import NETWORK_FAULTS, PROCESS_FAULTS
-from jetcheck.fixtures.cluster_faults import (
-    ClusterFaults,
-    plan_faults,
-    severed_links,
-)
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.process import NatsServerProcess
-from jetcheck.records import HISTORY_DIR, FaultRecord, read_history
 
 from ..conftest import SERVER_VERSION
 from .test_durability_run import run_with_failing_session

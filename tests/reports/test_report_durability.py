@@ -1,6 +1,6 @@
-"""The report's durability section: made from a `jetcheck durability` run's history (jetcheck.records shapes), it
-times each run's acknowledged writes, errors and unknowns against its faults and counts the checker's anomalies per
-fault kind and setting."""
+"""The report's durability section: made from a `jetcheck durability` run's history (jetcheck.durability.history
+shapes), it times each run's acknowledged writes, errors and unknowns against its faults and counts the checker's
+anomalies per fault kind and setting."""
 
 from __future__ import annotations
 
@@ -13,9 +13,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from jetcheck import cli, records
+from jetcheck import cli
+from jetcheck.durability import history as records
+from jetcheck.durability.history import HISTORY_DIR, write_history
 from jetcheck.errors import ConfigError
-from jetcheck.records import HISTORY_DIR, RUN_FILE, write_history
+from jetcheck.records import RUN_FILE
 from jetcheck.reports.build import build_report
 from jetcheck.reports.durability_report import (
     AFTER_LAST_HEAL,
@@ -232,6 +234,15 @@ def test_a_report_of_a_durability_run_has_the_section_with_its_table_and_timelin
     assert SECRET not in html and SECRET not in markdown
     section = html.split('<section id="durability">', 1)[1]
     assert "&lt;b&gt;leader&lt;/b&gt; via nats://" in section and "<b>" not in section
+
+
+def test_what_was_tested_gives_a_durability_runs_cluster_its_node_count(tmp_path):
+    """A durability run's run.json names its nodes, not a cluster name: the report says a 3-node cluster, not a
+    single server (issue 30)."""
+    build_report([str(write_durability_run(tmp_path / "run"))], out=tmp_path / "report")
+    markdown = (tmp_path / "report" / "summary.md").read_text(encoding="utf-8")
+    assert "- cluster shape: 3-node cluster" in markdown, markdown
+    assert "single server" not in markdown
 
 
 def test_a_report_without_durability_runs_has_no_durability_section(tmp_path):

@@ -22,9 +22,9 @@ import nats.js.errors
 from nats.aio.client import Client
 from nats.js.api import AckPolicy, ConsumerConfig
 
-from jetcheck.records import DeliveryRecord, PublishRecord
+from jetcheck.load.pacing import Schedule
 
-from .pacing import Schedule
+from .history import DeliveryRecord, PublishRecord
 
 MSG_ID_HEADER = "Nats-Msg-Id"
 RETRY_PAUSE_S = 0.25  # between attempts of a write, so a retry does not hammer a cluster electing a leader

@@ -1,6 +1,6 @@
 """The durability checker: from a run's recorded history, which `durability.*` rules held and which did not.
 
-Pure: it reads records (jetcheck.records) and returns findings; it starts, reads and writes nothing. The history is
+Pure: it reads records (durability.history) and returns findings; it starts, reads and writes nothing. The history is
 what the publishers were told, what the durable consumer received, and what each node served in the final read
 after every fault was healed (its `reference` node is the stream's leader at that time).
 
@@ -21,7 +21,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from jetcheck.records import DeliveryRecord, PublishRecord, StoredMessage
+from .history import DeliveryRecord, PublishRecord, StoredMessage
 
 EXAMPLES = 5  # first examples kept per finding
 
