@@ -39,7 +39,6 @@ from jetcheck.reports.conformance_report import redact_text
 from jetcheck.reports.inputs import ResultSet
 from jetcheck.versions import version_sort_key
 
-DURABILITY_KIND = "durability"  # run.json's "kind" of a `jetcheck durability` run
 # anomaly -> the rule whose violations it counts
 ANOMALIES = {
     "lost": ACKED_SURVIVE,
