@@ -98,8 +98,3 @@ def percentiles(table, keys: Sequence[str], quantiles: Sequence[tuple[str, int]]
     return summary.join(invalid, on=list(keys), how="full").fillna(0, subset=["invalid", "count"])
 
 
-def nearest_rank(values: np.ndarray, ppm: int) -> int:
-    """The exact nearest-rank percentile of `values` (reference for tests)."""
-    ordered = np.sort(np.asarray(values, dtype=np.int64))
-    rank = max(1, -(-len(ordered) * ppm // PPM))
-    return int(ordered[rank - 1])

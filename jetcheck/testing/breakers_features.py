@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from jetcheck.fixtures.nats_protocol import Frame, NatsHeaders
-from jetcheck.fixtures.proxy import Breaker, Hook, HookResult, compose
+from jetcheck.fixtures.proxy import Breaker, Hook, HookResult
 
 from .breakers import (
     API,
@@ -20,6 +20,7 @@ from .breakers import (
     PULL_NEXT,
     ReplyRewriter,
     dropping,
+    compose,
     headers_remover,
     json_request_rewriter,
     request_rewriting,
