@@ -50,8 +50,8 @@ from .certify import NOT_RUN_PREFIX, TARGET_STOPPED_EXIT
 from .clients import adapter_for
 from .clients.base import Indeterminate, NotInRelease
 from .clients.deviations import deviation_for
-from .clients.driven import shutdown_drivers
-from .clients.driver import DriverAdapter
+from .clients.driven_clients import shutdown_drivers
+from .clients.driver_adapter import DriverAdapter
 from .profiles import Profile, profile_for
 from .progress import Progress
 

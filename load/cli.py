@@ -40,7 +40,7 @@ from jetcheck.records import LOAD_FILE
 from jetcheck.redact import redact_url
 
 from . import runfile, summary
-from .driven import check_driven_scenario, is_driven, prepare_driver, split_client
+from .driven_users import check_driven_scenario, is_driven, prepare_driver, split_client
 from .monitor import default_monitor_url, reachable
 from .scenarios import LoadSettings, scenario, setup, teardown
 

@@ -19,7 +19,8 @@ import nats.js.errors
 from nats.js.client import JetStreamContext
 
 from .base import ClientError, Unsupported
-from .driver import REQUEST_TIMEOUT_S, DriverSession
+from .driver_adapter import DriverSession
+from .driver_pipe import REQUEST_TIMEOUT_S
 from .natspy import NatsPySession, call_shape, natspy_failures, release_call, release_option
 
 PIN = "Nats-Pin-Id"

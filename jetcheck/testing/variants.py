@@ -51,7 +51,7 @@ from jetcheck.conformance.clients.base import (
     Inbox,
     Watch,
 )
-from jetcheck.conformance.clients.driven import MISBEHAVE_MODES
+from jetcheck.conformance.clients.driven_clients import MISBEHAVE_MODES
 from jetcheck.conformance.clients.natspy import NatsPySession, NatsPySubscription, delivery, start_config
 from jetcheck.errors import ConfigError
 
