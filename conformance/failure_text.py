@@ -16,15 +16,15 @@ def describe(excinfo: pytest.ExceptionInfo | None, limit: int = 4000) -> str:
     if isinstance(excinfo.value, BaseExceptionGroup):  # e.g. Hypothesis' FlakyFailure: show what it groups
         inner = "\n".join(f"  - {type(e).__name__}: {e}" for e in excinfo.value.exceptions)
         text = f"{text}\n{inner}"
-    return limit(text, limit)
+    return _limit(text, limit)
 
 
-def limit(text: str, limit: int = 4000) -> str:
+def _limit(text: str, limit: int = 4000) -> str:
     return text if len(text) <= limit else text[: limit - 20] + "\n... (truncated)"
 
 
 # Object addresses in reprs (`<X object at 0x7f...>`) differ on every run and mean nothing to a reader.
-ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 def plain(excinfo: pytest.ExceptionInfo | None) -> str:
@@ -33,16 +33,16 @@ def plain(excinfo: pytest.ExceptionInfo | None) -> str:
     if excinfo is None:
         return ""
     if excinfo.errisinstance(pytest.fail.Exception):  # pytest.fail("...") in a check: its words, without "Failed: "
-        return ADDRESS.sub("", excinfo.value.msg)
+        return _ADDRESS.sub("", excinfo.value.msg)
     if not excinfo.errisinstance(AssertionError):
-        return ADDRESS.sub("", describe(excinfo))
-    said, values = split_assertion(str(excinfo.value))
-    text = said or expected_and_got(statement(excinfo), values)
+        return _ADDRESS.sub("", describe(excinfo))
+    said, values = _split_assertion(str(excinfo.value))
+    text = said or _expected_and_got(_statement(excinfo), values)
     notes = getattr(excinfo.value, "__notes__", [])  # Hypothesis' falsifying example
-    return ADDRESS.sub("", limit("\n".join([text, *notes]).strip()))
+    return _ADDRESS.sub("", _limit("\n".join([text, *notes]).strip()))
 
 
-def statement(excinfo: pytest.ExceptionInfo) -> str:
+def _statement(excinfo: pytest.ExceptionInfo) -> str:
     """The source of the statement that raised, or "" when its source is not available."""
     try:
         return str(excinfo.traceback[-1].statement).strip()
@@ -50,7 +50,7 @@ def statement(excinfo: pytest.ExceptionInfo) -> str:
         return ""
 
 
-def split_assertion(text: str) -> tuple[str, str]:
+def _split_assertion(text: str) -> tuple[str, str]:
     """A rewritten assertion's text is `<message>\\nassert <values>\\n  <introspection>`: (message, values)."""
     lines = text.split("\n")
     starts = [i for i, line in enumerate(lines) if line.startswith("assert ")]
@@ -61,7 +61,7 @@ def split_assertion(text: str) -> tuple[str, str]:
     return "\n".join(said).strip(), lines[starts[-1]].removeprefix("assert ")
 
 
-def expected_and_got(statement: str, values: str) -> str:
+def _expected_and_got(statement: str, values: str) -> str:
     """`expected <the asserted expression>, got <its values>` for an assert without a message."""
     try:
         test = ast.parse(statement).body[0].test  # type: ignore[attr-defined]
@@ -70,18 +70,18 @@ def expected_and_got(statement: str, values: str) -> str:
         return f"expected {expected}, got {values}" if values else f"expected {expected}"
     expected = ast.unparse(test)
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        op = COMPARE_OPS.get(type(test.ops[0]))
+        op = _COMPARE_OPS.get(type(test.ops[0]))
         sides = values.split(f" {op} ") if op else []
         if len(sides) == 2:  # the values split unambiguously into left and right
             left, right = ast.unparse(test.left), test.comparators[0]
             got = [f"{left} = {sides[0]}"]
-            if not is_literal(right):
+            if not _is_literal(right):
                 got.append(f"{ast.unparse(right)} = {sides[1]}")
             return f"expected {expected}, got {', '.join(got)}"
     return f"expected {expected}, got {values}" if values else f"expected {expected}"
 
 
-COMPARE_OPS = {
+_COMPARE_OPS = {
     ast.Eq: "==",
     ast.NotEq: "!=",
     ast.Lt: "<",
@@ -95,7 +95,7 @@ COMPARE_OPS = {
 }
 
 
-def is_literal(node: ast.expr) -> bool:
+def _is_literal(node: ast.expr) -> bool:
     try:
         ast.literal_eval(node)
     except ValueError:
