@@ -75,12 +75,7 @@ class DriverSubscription:
         self.inbox.put(delivery_from(record, self.session.process.loop_time(record.get("at_ns"))))
 
     async def stop(self) -> None:
-        process = self.session.process
-        try:
-            if not process.dead:
-                await process.request("stop", sub=self.id)
-        finally:
-            process.unroute("sub", self.id)
+        await self.session.stop_sub(self.id)
 
 
 class DriverSession:
@@ -101,6 +96,14 @@ class DriverSession:
             detail = f"{record.get('kind')}: {detail}"
         self.events.add(kind, detail, self.process.loop_time(record.get("at_ns")))
 
+    async def stop_sub(self, sub_id: str) -> None:
+        """Ask the driver to stop subscription or watch `sub_id` (PROTOCOL.md `stop`); its records go nowhere after."""
+        try:
+            if not self.process.dead:
+                await self.process.request("stop", sub=sub_id)
+        finally:
+            self.process.unroute("sub", sub_id)
+
     async def _subscribe(self, op: str, tag: str, **args) -> DriverSubscription:
         sub = DriverSubscription(self, f"{tag}{next(self._ids)}")
         # routed before asking: the first deliveries may overtake the answer
@@ -118,15 +121,7 @@ class DriverSession:
         reads one record's entry or info (None: the client's end-of-initial-data signal)."""
         sub_id = f"w{next(self._ids)}"
         process = self.process
-
-        async def stop() -> None:
-            try:
-                if not process.dead:
-                    await process.request("stop", sub=sub_id)
-            finally:
-                process.unroute("sub", sub_id)
-
-        watch = Watch(stop, self)
+        watch = Watch(lambda: self.stop_sub(sub_id), self)
         process.route("sub", sub_id, lambda record: watch.inbox.put(update(record)))  # before: updates may overtake
         try:
             await start(sub_id)
