@@ -494,8 +494,6 @@ class KeyValue(Protocol):
 
 # --- consumer create, update, create-or-update (ADR-37) ----------------------------------------------------------
 
-CONSUMER_ACTIONS = ("create", "update", "create_or_update")
-
 
 class ConsumerSession(Protocol):
     async def consumer_add(self, stream: str, config: Mapping[str, object], action: str) -> dict:
