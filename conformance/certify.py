@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from jetcheck.conformance.clients import adapter_for, client_environment, without_release
-from jetcheck.conformance.clients.driven import prepare as prepare_driver
+from jetcheck.conformance.clients.driven_clients import prepare as prepare_driver
 from jetcheck.errors import ConfigError
 from jetcheck.fixtures import children, engine
 from jetcheck.fixtures.binaries import system_binary, wheel_binary

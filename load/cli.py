@@ -41,7 +41,7 @@ from jetcheck.records import LOAD_FILE
 from jetcheck.redact import redact_url
 
 from . import runfile, summary
-from .driven import check_driven_scenario, is_driven, prepare_driver
+from .driven_users import check_driven_scenario, is_driven, prepare_driver
 from .monitor import default_monitor_url, reachable
 from .scenarios import LoadSettings, scenario, setup, teardown
 from .settings import load_settings, locust_handover

@@ -1,6 +1,6 @@
 """Locust users for NATS JetStream (nats-py): ``locust -f <this file> --jetcheck-scenario NAME --jetcheck-server URL``.
 
-Each user owns one connection and one asyncio driver (jetcheck.load.drivers) running on the process's asyncio
+Each user owns one connection and one asyncio driver (jetcheck.load.users) running on the process's asyncio
 loop; Locust's task only turns the driver's per-interval totals into request events (one per op kind and
 interval: response_time = mean latency in ms of that batch, response_length = bytes), so Locust's stats, web UI,
 --csv/--html, --processes and --master/--worker all work while every single operation goes to the op log.
@@ -32,8 +32,7 @@ from locust.stats import PERCENTILES_TO_REPORT, StatsCSV, StatsEntry, StatsError
 from jetcheck.fixtures.cleanup import PrefixInUse, claim_prefix
 from jetcheck.fixtures.target import Target, speaks_tls
 from jetcheck.load import bridge, runfile
-from jetcheck.load.driven import client_description, driven_class, driver_for, is_driven
-from jetcheck.load.drivers import Driver, driver_class
+from jetcheck.load.driven_users import client_description, driven_class, driver_for, is_driven
 from jetcheck.load.monitor import MonitorSampler, default_monitor_url, reachable
 from jetcheck.load.oplog import OpLog
 from jetcheck.load.scenarios import (
@@ -46,6 +45,7 @@ from jetcheck.load.scenarios import (
     teardown,
 )
 from jetcheck.load.settings import load_settings, locust_values
+from jetcheck.load.users import Driver, driver_class
 from jetcheck.options import add_locust_arguments, new_run_prefix, resolve_credentials
 from jetcheck.redact import redact_url
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 SUB_BUCKET_BITS = 11
 SUB_BUCKETS = 1 << SUB_BUCKET_BITS
 PPM = 1_000_000
@@ -96,10 +94,3 @@ def percentiles(table, keys: Sequence[str], quantiles: Sequence[tuple[str, int]]
     )
     invalid = table.where(F.col("bucket") < 0).groupBy(*keys).agg(F.sum("count").alias("invalid"))
     return summary.join(invalid, on=list(keys), how="full").fillna(0, subset=["invalid", "count"])
-
-
-def nearest_rank(values: np.ndarray, ppm: int) -> int:
-    """The exact nearest-rank percentile of `values` (reference for tests)."""
-    ordered = np.sort(np.asarray(values, dtype=np.int64))
-    rank = max(1, -(-len(ordered) * ppm // PPM))
-    return int(ordered[rank - 1])

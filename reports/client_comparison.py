@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from jetcheck.reports.cells import Cell, Table, milliseconds, number
 from jetcheck.reports.load_report import LoadTables
-from jetcheck.reports.render import Cell, Table, milliseconds, number
 
 HEADERS = ["run", "client", "scenario", "offered rate", "operation", "ok / s", "p50", "p99", "p99.9"]
 PERCENTILES = ("p50", "p99", "p99_9")

@@ -42,11 +42,11 @@ from jetcheck.durability.history import (
     read_history,
 )
 from jetcheck.errors import ConfigError
+from jetcheck.reports.cells import Cell, Table, number
 from jetcheck.reports.conformance_report import redact_text
 from jetcheck.reports.inputs import ResultSet
 from jetcheck.versions import version_sort_key
 
-DURABILITY_KIND = "durability"  # run.json's "kind" of a `jetcheck durability` run
 # anomaly -> the rule whose violations it counts
 ANOMALIES = {
     "lost": ACKED_SURVIVE,
@@ -295,8 +295,6 @@ def durability_view(runs: list[DurabilityRun]) -> dict[str, Any] | None:
     """The durability section as the templates draw it, or None when no input is a durability run."""
     if not runs:
         return None
-    from jetcheck.reports.render import Cell, Table, number
-
     headers = ["server version", "sync_interval", "nodes", "fault kind", "runs", "faults", *ANOMALIES]
     rows = []
     for row in anomaly_rows(runs):

@@ -273,7 +273,7 @@ def test_certify_offers_a_variant_only_from_a_plugin_the_run_loads(tmp_path, pyt
 SHRINKABLE = """
 from hypothesis import given, settings, strategies as st
 
-from jetcheck.conformance.plugin import HYPOTHESIS_PROFILES
+from jetcheck.conformance.hypothesis_profiles import HYPOTHESIS_PROFILES
 
 
 @settings(settings.get_profile(HYPOTHESIS_PROFILES["fast"]))

@@ -2,10 +2,10 @@
 
 `nats-py[@version]` is the real client (another release than the installed one runs with it first on PYTHONPATH:
 client_environment). `nats.js[@version]`, `nats.go[@version]`, `async-nats[@version]` and `jnats[@version]` run
-through a driver process
-(driven.py, drivers/PROTOCOL.md). `<client>+<variant>` is a deliberate deviation or a reference behaviour, for a test
-suite's own proofs; the product knows none: a plugin registers them (register_variant; the suite's own are
-jetcheck.testing's, which its pytest plugin registers), and every result's `client.name` carries them.
+through a driver process (driven_clients.py, drivers/PROTOCOL.md). `<client>+<variant>` is a deliberate deviation
+or a reference behaviour, for a test suite's own proofs; the product knows none: a plugin registers them
+(register_variant; the suite's own are jetcheck.testing's, which its pytest plugin registers), and every result's
+`client.name` carries them.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from .base import ClientAdapter, ClientEvent, ClientSession, Delivery, Documente
 from .build import natspy_installed, natspy_release
 from .natspy import NatsPyAdapter
 
-# None: driven (driven.py)
+# None: driven (driven_clients.py)
 ADAPTERS = {"nats-py": NatsPyAdapter, "nats.js": None, "nats.go": None, "async-nats": None, "jnats": None}
 
 
@@ -67,7 +67,7 @@ def adapter_for(name: str) -> ClientAdapter:
 
     A driven client's adapter is shared by the whole run (one driver process); nothing starts until it connects;
     its variants are the driver's misbehave modes. An in-process client's variant wraps the one before it."""
-    from .driven import MISBEHAVE_MODES, driven_adapter
+    from .driven_clients import MISBEHAVE_MODES, driven_adapter
 
     client = ClientSpec(name)  # the option's spec, or a caller's text
     base, version, names = client.name, client.release, client.variants

@@ -492,31 +492,7 @@ class KeyValue(Protocol):
         ...
 
 
-class KvSession(Protocol):
-    async def kv_create(
-        self,
-        bucket: str,
-        *,
-        history: int | None = None,
-        ttl: float | None = None,
-        limit_marker_ttl: float | None = None,
-    ) -> KeyValue:
-        """Create the bucket with the client's defaults and these options (history, TTL in seconds, ADR-48's limit
-        markers kept `limit_marker_ttl` seconds)."""
-        ...
-
-    async def kv_delete_bucket(self, bucket: str) -> None:
-        """Delete the bucket with the client's own call (ADR-8 Deleting a bucket)."""
-        ...
-
-    async def kv_bucket_names(self) -> list[str]:
-        """The bucket names the client's bucket lister gives (ADR-8 KV Management); Unsupported if it has none."""
-        ...
-
-
 # --- consumer create, update, create-or-update (ADR-37) ----------------------------------------------------------
-
-CONSUMER_ACTIONS = ("create", "update", "create_or_update")
 
 
 class ConsumerSession(Protocol):

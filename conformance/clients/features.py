@@ -18,9 +18,11 @@ import nats.errors
 import nats.js.errors
 from nats.js.client import JetStreamContext
 
-from .base import ClientError, Unsupported
-from .driver import REQUEST_TIMEOUT_S, DriverSession
-from .natspy import NatsPySession, call_shape, natspy_failures, release_call, release_option
+from .base import Unsupported
+from .driver_adapter import DriverSession
+from .driver_pipe import REQUEST_TIMEOUT_S
+from .natspy import NatsPySession
+from .natspy_failures import call_shape, natspy_api_error, natspy_failures, release_call, release_option
 
 PIN = "Nats-Pin-Id"
 
@@ -48,10 +50,6 @@ def rfc3339(at: dt.datetime) -> str:
 
 
 # --- nats-py -----------------------------------------------------------------------------------------------------
-
-
-def natspy_api_error(op: str, exc: nats.js.errors.APIError) -> ClientError:
-    return ClientError("api", f"{op}: {type(exc).__name__}: {exc}", exc.code, exc.err_code)
 
 
 async def natspy_publish_ttl(session: NatsPySession, subject: str, payload: bytes, *, ttl_s: float) -> int:

@@ -16,7 +16,8 @@ Break a server rule on the wire (the server, as every client sees it, deviates):
 
 `BREAKERS` maps every name to a factory (a fresh `Breaker` per proxy). Write your own with the helpers of
 `jetcheck.testing.breakers` (`json_request_rewriter`, `headers_remover`, `ReplyRewriter`, `request_rewriting`,
-`dropping`), or any `Breaker(name, client_to_server, server_to_client)` of hooks frame -> frame | [frames] | None.
+`dropping`, `compose`), or any `Breaker(name, client_to_server, server_to_client)` of hooks
+frame -> frame | [frames] | None.
 
 Break a client rule (the client under test misbehaves): load the plugin, then name a variant after the client.
 

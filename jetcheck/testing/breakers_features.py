@@ -12,13 +12,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from jetcheck.fixtures.nats_protocol import Frame, NatsHeaders
-from jetcheck.fixtures.proxy import Breaker, Hook, HookResult, compose
+from jetcheck.fixtures.proxy import Breaker, Hook, HookResult
 
 from .breakers import (
     API,
     CREATE_SUBJECT,
     PULL_NEXT,
     ReplyRewriter,
+    compose,
     dropping,
     headers_remover,
     json_request_rewriter,

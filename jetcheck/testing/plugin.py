@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import Phase, settings
 
-from jetcheck.conformance.plugin import HYPOTHESIS_PROFILES
+from jetcheck.conformance.hypothesis_profiles import HYPOTHESIS_PROFILES
 
 from .variants import register_variants
 

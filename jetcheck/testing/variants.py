@@ -49,7 +49,7 @@ from jetcheck.conformance.clients.base import (
     Delivery,
     EventLog,
 )
-from jetcheck.conformance.clients.driven import MISBEHAVE_MODES
+from jetcheck.conformance.clients.driven_clients import MISBEHAVE_MODES
 from jetcheck.conformance.clients.natspy import NatsPySession, NatsPySubscription, delivery, start_config
 from jetcheck.errors import ConfigError
 

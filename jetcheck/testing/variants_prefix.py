@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from jetcheck.conformance.clients.natspy import natspy_failures
+from jetcheck.conformance.clients.natspy_failures import natspy_failures
 
 from .variants_kv import KvMisbehaviour, KvWrapper
 

@@ -23,7 +23,7 @@ from jetcheck.conformance.clients.build import (
     prebuild,
     source_digest,
 )
-from jetcheck.conformance.clients.driven import MISBEHAVE_MODES
+from jetcheck.conformance.clients.driven_clients import MISBEHAVE_MODES
 from jetcheck.errors import ConfigError
 from jetcheck.options import resolve
 from jetcheck.versions import Version

@@ -11,7 +11,7 @@ import pytest
 
 from jetcheck.conformance.checks.test_ordered import ADR17_PUSH_CONFIG, ORDERED_KEYS
 from jetcheck.conformance.clients.base import Documented
-from jetcheck.conformance.clients.driven import GO_DOCUMENTED, JS_DOCUMENTED, RUST_DOCUMENTED
+from jetcheck.conformance.clients.driven_clients import GO_DOCUMENTED, JS_DOCUMENTED, RUST_DOCUMENTED
 from jetcheck.conformance.clients.natspy import DOCUMENTED as PY_DOCUMENTED
 
 TABLES = {"nats-py": PY_DOCUMENTED, "nats.js": JS_DOCUMENTED, "nats.go": GO_DOCUMENTED, "async-nats": RUST_DOCUMENTED}

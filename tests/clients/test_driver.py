@@ -22,7 +22,8 @@ from jetcheck.conformance.clients.base import (
     Unsupported,
     connected,
 )
-from jetcheck.conformance.clients.driver import DriverAdapter, DriverGone
+from jetcheck.conformance.clients.driver_adapter import DriverAdapter
+from jetcheck.conformance.clients.driver_pipe import DriverGone
 from jetcheck.fixtures.target import Credentials
 
 FAKE = Path(__file__).with_name("fake_driver.py")

@@ -56,11 +56,11 @@ def test_the_same_check_runs_for_nats_py(pytester, embedded_server):
 
 DRIVER_CONFTEST = f"""
 import sys
-from jetcheck.conformance.clients import driven
+from jetcheck.conformance.clients import driven_clients
 
 # nats.js played by the fake driver: the plugin's own wiring, no node needed
-documented = driven.DRIVEN["nats.js"][0]
-driven.DRIVEN["nats.js"] = (documented, lambda version: [sys.executable, {str(FAKE)!r}], lambda: "9.9.9")
+documented = driven_clients.DRIVEN["nats.js"][0]
+driven_clients.DRIVEN["nats.js"] = (documented, lambda version: [sys.executable, {str(FAKE)!r}], lambda: "9.9.9")
 """
 DRIVER_CHECKS = """
 import pytest
@@ -96,12 +96,12 @@ def test_a_dead_driver_makes_this_and_later_client_checks_errors_with_its_reason
 
 UNBUILDABLE_CONFTEST = """
 from jetcheck.errors import ConfigError
-from jetcheck.conformance.clients import driven
+from jetcheck.conformance.clients import driven_clients
 
 def no_go(version):
     raise ConfigError("the nats.go driver needs Go >= 1.26.0: no go on PATH or in /usr/local/go/bin")
 
-driven.DRIVEN["nats.go"] = (driven.DRIVEN["nats.go"][0], no_go, lambda: "v1.55.0")
+driven_clients.DRIVEN["nats.go"] = (driven_clients.DRIVEN["nats.go"][0], no_go, lambda: "v1.55.0")
 """
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from jetcheck.conformance.clients.base import ObjectInfo, ObjectNotFound
-from jetcheck.conformance.clients.driver import error_for
+from jetcheck.conformance.clients.driver_pipe import error_for
 
 
 def test_a_driver_not_found_answer_is_the_adapters_object_not_found():

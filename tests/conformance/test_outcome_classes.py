@@ -11,8 +11,8 @@ import nats.js.errors
 import pytest
 
 from jetcheck.conformance.clients.base import ClientError, Indeterminate, Unsupported, refusal
-from jetcheck.conformance.clients.driver import DriverConnectionError, DriverTimeout, error_for
-from jetcheck.conformance.clients.natspy import kv_errors, natspy_failures, not_found_as_adapter_error
+from jetcheck.conformance.clients.driver_pipe import DriverConnectionError, DriverTimeout, error_for
+from jetcheck.conformance.clients.natspy_failures import kv_errors, natspy_failures, not_found_as_adapter_error
 
 NO_ANSWERS = [
     DriverTimeout("timeout", "get: timeout: the driver did not answer"),

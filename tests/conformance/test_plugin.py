@@ -334,7 +334,7 @@ def test_a_check_that_meets_no_answer_is_an_error_never_a_fail_or_pass(checks, e
     """A check expecting a refusal that gets a timeout instead, and one whose assertion is never reached, are
     `error` with the client's words; the same check given the refusal passes."""
     imports = "from jetcheck.conformance.clients.base import ClientError, refusal\n"
-    imports += "from jetcheck.conformance.clients.driver import DriverTimeout\n"
+    imports += "from jetcheck.conformance.clients.driver_pipe import DriverTimeout\n"
     imports += "async def answer(exc):\n    raise exc\n"
     body = "assert asyncio.run(refusal(answer({}))).err_code == 10071"
     checks.makepyfile(

@@ -22,10 +22,10 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from jetcheck.conformance import jsapi, watching
+from jetcheck.conformance.check_results import INDETERMINATE
 from jetcheck.conformance.checks import test_heartbeat, test_push, test_reads
 from jetcheck.conformance.clients.base import Delivery, Inbox, Watch
-from jetcheck.conformance.clients.driver import DriverConnectionError, DriverTimeout
-from jetcheck.conformance.plugin import INDETERMINATE
+from jetcheck.conformance.clients.driver_pipe import DriverConnectionError, DriverTimeout
 from jetcheck.conformance.silence import answering, deliveries
 
 KINDS = ("answered", "silent", "no-answer", "lost")

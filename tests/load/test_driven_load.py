@@ -19,9 +19,10 @@ import pytest_asyncio
 from nats.js import api
 
 from jetcheck.conformance.clients.build import go_driver, go_pinned_version, js_driver, js_pinned_version
-from jetcheck.conformance.clients.driver import DriverProcess, normalise_version
+from jetcheck.conformance.clients.driver_adapter import normalise_version
+from jetcheck.conformance.clients.driver_pipe import DriverProcess
 from jetcheck.errors import ConfigError
-from jetcheck.load.driven import CONSUME_FIELDS, CONSUMED, FETCHED, KV_FIELDS, KV_OPS, ROW_FIELDS
+from jetcheck.load.driven_users import CONSUME_FIELDS, CONSUMED, FETCHED, KV_FIELDS, KV_OPS, ROW_FIELDS
 from jetcheck.load.scenarios import BATCH_SIZE, counter_totals
 
 from .test_load_runs import assert_no_lost_records, locust_totals, run_load

@@ -1,11 +1,11 @@
-"""What a load user hands Locust per interval (load.drivers.OpStats): each kind of error with its own count."""
+"""What a load user hands Locust per interval (load.users.OpStats): each kind of error with its own count."""
 
 from __future__ import annotations
 
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js.errors import APIError
 
-from jetcheck.load.drivers import DriverOpFailed, OpStats
+from jetcheck.load.users import DriverOpFailed, OpStats
 
 
 def test_each_kind_of_error_is_a_failure_of_its_own_with_its_count():

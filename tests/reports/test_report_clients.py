@@ -9,9 +9,10 @@ import pytest
 from jetcheck import cli
 from jetcheck.conformance.clients.build import go_driver
 from jetcheck.errors import ConfigError
+from jetcheck.reports.cells import milliseconds
 from jetcheck.reports.client_comparison import HEADERS, clients_side_by_side
 from jetcheck.reports.inputs import resolve
-from jetcheck.reports.render import ReportContent, milliseconds, render_html, render_markdown
+from jetcheck.reports.render import ReportContent, render_html, render_markdown
 
 RATE = 300
 

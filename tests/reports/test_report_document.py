@@ -204,7 +204,7 @@ def test_load_settings_are_a_readable_table(built_report):
 
 def test_per_process_figures_are_summarised():
     """A per-pid mapping (load CPU seconds) becomes one line: total, process count and the busiest process."""
-    from jetcheck.reports.render import load_settings
+    from jetcheck.reports.load_settings import load_settings
 
     rows = dict(
         load_settings({"load_cpu_s": {"101": 4.9, "102": 8.6, "103": 0.05}, "end_ns": 1_795_425_639_342_517_334})

@@ -10,6 +10,7 @@ from pyspark.sql import functions as F
 from jetcheck.load.window import SteadyWindow
 from jetcheck.reports import buckets
 from jetcheck.reports.load_report import WHOLE_RUN, bucket_table
+from jetcheck.testing.percentiles import nearest_rank
 
 
 def _reference_bucket(value: int, bits: int) -> int:
@@ -72,11 +73,11 @@ class TestPercentiles:
         assert row["min"] == values.min()
         assert row["max"] == values.max()
         for label, ppm in buckets.STANDARD_QUANTILES:
-            exact = buckets.nearest_rank(values, ppm)
+            exact = nearest_rank(values, ppm)
             assert abs(row[label] - exact) <= exact * buckets.relative_error(), label
         if values.max() < 1 << buckets.SUB_BUCKET_BITS:
             assert [row[label] for label, _ in buckets.STANDARD_QUANTILES] == [
-                buckets.nearest_rank(values, ppm) for _, ppm in buckets.STANDARD_QUANTILES
+                nearest_rank(values, ppm) for _, ppm in buckets.STANDARD_QUANTILES
             ]
 
     def test_negative_values_are_counted_as_invalid(self, spark):
@@ -88,7 +89,7 @@ class TestPercentiles:
     def test_nearest_rank_uses_integer_ranks(self):
         """p99.99 of 10,000 values is the 9,999th value (a float rank would round up to the maximum)."""
         values = np.arange(1, 10_001)
-        assert buckets.nearest_rank(values, 999_900) == 9_999
+        assert nearest_rank(values, 999_900) == 9_999
 
 
 def _expected_bucket_rows(ops: pd.DataFrame, origin_ns: int, slot_ns: int, window) -> pd.DataFrame:

@@ -15,15 +15,15 @@ from array import array
 
 import numpy as np
 
-from jetcheck.conformance.clients.driven import driven_adapter, prepare
-from jetcheck.conformance.clients.driver import DriverAdapter
+from jetcheck.conformance.clients.driven_clients import driven_adapter, prepare
+from jetcheck.conformance.clients.driver_adapter import DriverAdapter
 from jetcheck.errors import ConfigError
 from jetcheck.fixtures.target import Credentials
 from jetcheck.specs import DRIVEN_CLIENTS, ClientSpec
 
-from .drivers import NEVER, Driver, DriverOpFailed, Overflow
 from .oplog import NO_E2E, SLOTS, OpLog
 from .scenarios import BATCH_SIZE, LoadSettings, scenario
+from .users import NEVER, Driver, DriverOpFailed, Overflow
 
 # drivers/PROTOCOL.md "Load": a row of the driver's records is these int64s, little-endian
 ROW_FIELDS = ("intended_ns", "sent_ns", "acked_ns", "stream_seq", "error", "err_code")
@@ -309,7 +309,7 @@ class DrivenKv(DrivenUser):
 
 
 def driven_class(settings: LoadSettings, role: str) -> type[DrivenUser]:
-    """The driven user of a role in the scenario (as drivers.driver_class for nats-py)."""
+    """The driven user of a role in the scenario (as users.driver_class for nats-py)."""
     if role == "publisher":
         kind = settings.spec.publisher
         return DrivenKv if kind == "kv" else REQUEST_OPS.get(kind, DrivenPublisher)

@@ -26,7 +26,7 @@ from .build import (
     rust_driver,
     rust_pinned_version,
 )
-from .driver import DriverAdapter
+from .driver_adapter import DriverAdapter
 
 NS = 1_000_000_000
 

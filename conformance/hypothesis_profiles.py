@@ -1,0 +1,17 @@
+"""The Hypothesis profiles of jetcheck's property checks, one per `--profile` (registered on import)."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, settings
+
+# One bug per failing check keeps the result's message to one minimal program; no example database is written
+# into the user's working directory.
+_COMMON = {
+    "deadline": None,
+    "database": None,
+    "report_multiple_bugs": False,
+    "suppress_health_check": [HealthCheck.too_slow],
+}
+HYPOTHESIS_PROFILES = {"fast": "jetcheck-fast", "thorough": "jetcheck-thorough"}  # --profile -> Hypothesis profile
+settings.register_profile(HYPOTHESIS_PROFILES["fast"], max_examples=40, derandomize=True, **_COMMON)
+settings.register_profile(HYPOTHESIS_PROFILES["thorough"], max_examples=300, **_COMMON)
