@@ -8,23 +8,29 @@ test (the `client` fixture, any adapter), watchers included.
 from __future__ import annotations
 
 import contextlib
-import re
-from collections.abc import AsyncIterator, Awaitable
 from typing import TypeVar
 
 import nats.errors
 import pytest
 
 from jetcheck.conformance.checks.answers import answered, who
+from jetcheck.conformance.checks.kv_support import (
+    MARKER_REASON,
+    NATS_TTL,
+    adr8_bucket,
+    expired,
+    later_changes,
+    markers_in_place,
+    no_value,
+    offered,
+    offered_bucket,
+    ttl_seconds,
+    watching,
+    yielded,
+)
 from jetcheck.conformance.clients.base import (
-    KV_DEL,
-    KV_PURGE,
-    ClientError,
-    Indeterminate,
     KeyNotFound,
-    KvEntry,
     Unsupported,
-    Watch,
     connected,
     refusal,
 )
@@ -33,14 +39,12 @@ from jetcheck.conformance.jsapi import (
     ApiError,
     api,
     create_stream,
-    eventually,
     publish_raw,
     purge,
     subject_messages,
 )
 from jetcheck.conformance.plugin import na
-from jetcheck.conformance.silence import answering
-from jetcheck.conformance.watching import watched, within
+from jetcheck.conformance.watching import within
 from jetcheck.fixtures.nats_protocol import AckSubject
 
 pytestmark = pytest.mark.asyncio
@@ -49,51 +53,6 @@ EXPECTED_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
 KV_OPERATION = "KV-Operation"
 TWO_MINUTES_NS = 120 * NS
 T = TypeVar("T")
-
-
-# --- helpers -----------------------------------------------------------------------------------------------------
-
-
-async def adr8_bucket(nc, bucket: str, history: int = 1) -> str:
-    """The bucket stream exactly as ADR-8's Buckets section lists it; returns the stream name."""
-    stream = f"KV_{bucket}"
-    config = {
-        "name": stream,
-        "subjects": [f"$KV.{bucket}.>"],
-        "retention": "limits",
-        "max_consumers": -1,
-        "max_msgs_per_subject": history,
-        "max_msgs": -1,
-        "max_bytes": -1,
-        "max_age": 0,
-        "max_msg_size": -1,
-        "storage": "file",
-        "discard": "new",
-        "num_replicas": 1,
-        "allow_rollup_hdrs": True,
-        "deny_delete": True,
-        "allow_direct": True,
-    }
-    await api(nc, f"$JS.API.STREAM.CREATE.{stream}", config)
-    return stream
-
-
-def _show(entry: KvEntry | None) -> str:
-    if entry is None:
-        return "<end of initial data>"
-    return f"{entry.key}@{entry.revision}:{entry.operation}={entry.value!r}"
-
-
-async def _yielded(client, watch: Watch, documented: str, count: int | None = None, of: str = "") -> list[str]:
-    """The watch's next updates as `_show` writes them: up to the end-of-initial-data signal, or `count` of them
-    (conformance.watching.watched). A missing one fails the check with what the ADR says (`documented`) and whose
-    watch it is (of what: `of`)."""
-    return [_show(update) for update in await watched(watch, _show, count, f"{documented}; {who(client)}'s watch{of}")]
-
-
-async def _later_changes(client, watch: Watch, count: int) -> list[str]:
-    """The next `count` changes the client's watch yields after the end of initial data, shown."""
-    return await _yielded(client, watch, "ADR-8: each change after the end of initial data", count)
 
 
 @pytest.fixture
@@ -106,33 +65,6 @@ async def client_kv(client, target, bucket: str, **options):
     """The bucket created through the client under test (its defaults plus `options`), on its own session."""
     async with connected(client, target.url, target.credentials) as session:
         yield await session.kv_create(bucket, **options)
-
-
-@contextlib.asynccontextmanager
-async def watching(client, start: Awaitable[Watch], documented: str) -> AsyncIterator[Watch]:
-    """The watch `start` makes, stopped afterwards; a client without the option the ADR lists fails the check."""
-    try:
-        watch = await start
-    except Unsupported as missing:
-        pytest.fail(f"{documented} is not implemented by {who(client)} ({missing})")
-    try:
-        yield watch
-    finally:
-        await watch.stop()
-
-
-async def no_value(client, kv, key: str, after: str) -> None:
-    """The key reads as not found, as ADR-8 says a basic get turns a delete or purge marker into key not found
-    (nats.js documents returning the marker instead: its result says so, conformance.clients.deviations)."""
-    try:
-        entry = await kv.get(key)
-    except KeyNotFound:
-        return
-    shown = "its marker" if entry.operation in (KV_DEL, KV_PURGE) and entry.value == b"" else "a value"
-    raise AssertionError(
-        f"after {after}, {who(client)} get({key!r}) returned {shown} ({entry}); ADR-8: a delete or purge marker is "
-        "a key not found error in basic gets"
-    )
 
 
 # --- the bucket stream -------------------------------------------------------------------------------------------
@@ -418,14 +350,14 @@ async def test_watch_sends_latest_entries_then_end_of_data_then_updates(client, 
         await kv.put("b", b"x")
         await kv.delete("b")
         async with watching(client, kv.watch(), "ADR-8 Watch") as watch:
-            initial = await _yielded(client, watch, "ADR-8: the end-of-initial-data signal after the latest entries")
+            initial = await yielded(client, watch, "ADR-8: the end-of-initial-data signal after the latest entries")
             assert initial == ["a@2:PUT=b'2'", "b@4:DEL=b''", "<end of initial data>"], (
                 "ADR-8: the latest entry of every key, deletes included, then the end of initial data; "
                 f"{who(client)}'s watch yielded {initial}"
             )
             await kv.put("c", b"new")
             await kv.purge("a")
-            later = await _later_changes(client, watch, 2)
+            later = await later_changes(client, watch, 2)
             assert later == ["c@5:PUT=b'new'", "a@6:PURGE=b''"], (
                 f"ADR-8: each later change; after a put of c and a purge of a {who(client)}'s watch yielded {later}"
             )
@@ -437,13 +369,13 @@ async def test_watch_of_nothing_sends_end_of_data(client, target, bucket):
     async with client_kv(client, target, bucket) as kv:
         expected = "ADR-8: 'The signal must always be sent'"
         async with watching(client, kv.watch(), "ADR-8 Watch") as empty:
-            got = await _yielded(client, empty, expected, of=" of an empty bucket")
+            got = await yielded(client, empty, expected, of=" of an empty bucket")
             assert got == ["<end of initial data>"], (
                 f"ADR-8: 'The signal must always be sent'; {who(client)}'s watch of an empty bucket yielded {got}"
             )
         await kv.put("a", b"1")
         async with watching(client, kv.watch("z.>"), "ADR-8 Watch of a range") as none_match:
-            got = await _yielded(client, none_match, expected, of=" of an empty range")
+            got = await yielded(client, none_match, expected, of=" of an empty range")
             assert got == ["<end of initial data>"], (
                 f"ADR-8: 'The signal must always be sent'; {who(client)}'s watch of an empty range yielded {got}"
             )
@@ -457,13 +389,13 @@ async def test_watch_on_a_range_sees_only_its_keys(client, target, bucket):
         await kv.put("y.1", b"b")
         async with watching(client, kv.watch("x.*"), "ADR-8 Watch of a range") as watch:
             expected = "ADR-8: the end-of-initial-data signal after the range's entries"
-            initial = await _yielded(client, watch, expected, of="('x.*')")
+            initial = await yielded(client, watch, expected, of="('x.*')")
             assert initial == ["x.1@1:PUT=b'a'", "<end of initial data>"], (
                 f"ADR-8: only the keys of the range; {who(client)}'s watch('x.*') yielded {initial}"
             )
             await kv.put("y.2", b"c")
             await kv.put("x.2", b"d")
-            later = await _later_changes(client, watch, 1)
+            later = await later_changes(client, watch, 1)
             assert later == ["x.2@4:PUT=b'd'"], (
                 f"ADR-8: only the keys of the range; after puts of y.2 and x.2 {who(client)}'s watch('x.*') yielded "
                 f"{later}"
@@ -519,7 +451,7 @@ async def test_watch_with_history_sends_every_retained_revision(client, target, 
             await kv.put("a", value)
         await kv.put("b", b"x")
         async with watching(client, kv.watch(include_history=True), "ADR-8 IncludeHistory") as watch:
-            shown = await _yielded(
+            shown = await yielded(
                 client, watch, "ADR-8 IncludeHistory: the end-of-initial-data signal after the history"
             )
         assert shown == [*history, "<end of initial data>"], f"{documented}; {who(client)} yielded {shown}"
@@ -528,7 +460,7 @@ async def test_watch_with_history_sends_every_retained_revision(client, target, 
         late = DeliveriesBehindInfo(proxied, f"KV_{bucket}", len(history))
         async with watching(client, kv.watch(include_history=True), "ADR-8 IncludeHistory") as watch:
             late.release()
-            shown = await _yielded(
+            shown = await yielded(
                 client, watch, "ADR-8 IncludeHistory: the end-of-initial-data signal after the history"
             )
     assert shown == [*history, "<end of initial data>"], (
@@ -548,13 +480,13 @@ async def test_watch_ignoring_deletes_sends_only_values(client, target, bucket):
         await kv.put("c", b"3")
         await kv.purge("c")
         async with watching(client, kv.watch(ignore_deletes=True), "ADR-8 IgnoreDeletes") as watch:
-            initial = await _yielded(client, watch, "ADR-8 IgnoreDeletes: the end-of-initial-data signal still")
+            initial = await yielded(client, watch, "ADR-8 IgnoreDeletes: the end-of-initial-data signal still")
             assert initial == ["a@1:PUT=b'1'", "<end of initial data>"], (
                 f"ADR-8 IgnoreDeletes: 'Only sends PUT operation entries'; {who(client)} yielded {initial}"
             )
             await kv.delete("a")
             await kv.put("d", b"4")
-            later = await _later_changes(client, watch, 1)
+            later = await later_changes(client, watch, 1)
             assert later == ["d@7:PUT=b'4'"], (
                 f"ADR-8 IgnoreDeletes: 'Only sends PUT operation entries'; after a delete of a and a put of d "
                 f"{who(client)} yielded {later}"
@@ -569,13 +501,13 @@ async def test_watch_meta_only_sends_entries_without_values(client, target, buck
         await kv.put("b", b"2")
         await kv.delete("b")
         async with watching(client, kv.watch(meta_only=True), "ADR-8 MetaOnly") as watch:
-            initial = await _yielded(client, watch, "ADR-8 MetaOnly: the end-of-initial-data signal after the entries")
+            initial = await yielded(client, watch, "ADR-8 MetaOnly: the end-of-initial-data signal after the entries")
             assert initial == ["a@1:PUT=b''", "b@3:DEL=b''", "<end of initial data>"], (
                 f"ADR-8 MetaOnly: 'Does not send any values, only metadata about those values'; {who(client)} "
                 f"yielded {initial}"
             )
             await kv.put("c", b"3")
-            later = await _later_changes(client, watch, 1)
+            later = await later_changes(client, watch, 1)
             assert later == ["c@4:PUT=b''"], (
                 f"ADR-8 MetaOnly: 'Does not send any values, only metadata about those values'; after a put of c "
                 f"{who(client)} yielded {later}"
@@ -596,10 +528,10 @@ async def test_watch_updates_only_sends_only_later_changes(client, target, bucke
             )
         try:
             expected = "ADR-8 UpdatesOnly: 'The End Of Initial Data marker is sent as soon as the watch starts'"
-            first = await _yielded(client, watch, expected, 1)
+            first = await yielded(client, watch, expected, 1)
             assert first == ["<end of initial data>"], f"{expected}; {who(client)} yielded {first} first"
             await kv.put("b", b"new")
-            later = await _later_changes(client, watch, 1)
+            later = await later_changes(client, watch, 1)
             assert later == ["b@2:PUT=b'new'"], (
                 f"ADR-8 UpdatesOnly: only changes after the watch started; after a put of b {who(client)} yielded "
                 f"{later}"
@@ -621,88 +553,6 @@ async def test_status_reports_bucket_values_history_and_ttl(client, target, buck
 
 
 # --- ADR-48: limit markers, per-key TTLs, TTL'd purges -------------------------------------------------------------
-
-NATS_TTL = "Nats-TTL"
-MARKER_REASON = "Nats-Marker-Reason"
-MARKERS_KEPT_S = 60  # the suite's limit markers outlive every check that reads them
-EXPIRY_WAIT_S = 15.0  # a 1 s Nats-TTL expires and leaves its marker well within this
-GO_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def ttl_seconds(header: str | None) -> float | None:
-    """A Nats-TTL header's seconds (ADR-43: whole seconds, or a Go duration such as 1h or 90s); None without one."""
-    if header is None:
-        return None
-    text = header.strip()
-    if text.isdigit():
-        return float(text)
-    parts = GO_DURATION.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        return None
-    return sum(float(n) * DURATION_UNITS[u] for n, u in parts)
-
-
-async def offered(client, documented: str, call: Awaitable[T]) -> T:
-    """What the client's `call` returned: na when the client does not have the feature at all (Unsupported), a
-    failure when it refuses (`documented` says what the ADR asks)."""
-    try:
-        return await call
-    except Unsupported as missing:
-        na(f"{documented} is not offered by {who(client)} ({missing})")
-    except Indeterminate:
-        raise
-    except ClientError as refused:
-        pytest.fail(f"{documented}; {who(client)} refused: {refused}")
-
-
-@contextlib.asynccontextmanager
-async def offered_bucket(client, target, bucket: str, documented: str, **options):
-    """The bucket created through the client with `options` (ADR-48's among them), on its own session."""
-    async with connected(client, target.url, target.credentials) as session:
-        yield await offered(client, documented, session.kv_create(bucket, **options))
-
-
-async def enable_limit_markers(nc, bucket: str) -> None:
-    """Limit markers on the bucket's stream, kept MARKERS_KEPT_S, set by the suite (ADR-48 allows enabling them on a
-    bucket made without): the marker checks judge what the client makes of markers, not how it asks for them. The
-    history is 1, so a 1 s Nats-TTL stays 1 s (with more, the server raises a TTL to the markers' own)."""
-    config = (await api(nc, f"$JS.API.STREAM.INFO.KV_{bucket}"))["config"]
-    config |= {"allow_msg_ttl": True, "subject_delete_marker_ttl": MARKERS_KEPT_S * NS, "max_msgs_per_subject": 1}
-    await api(nc, f"$JS.API.STREAM.UPDATE.KV_{bucket}", config)
-
-
-async def expired(nc, bucket: str, key: str) -> int:
-    """The revision of the MaxAge marker the server leaves once the key's TTL expired (awaited)."""
-    subject = f"$KV.{bucket}.{key}"
-    found: list[int] = []
-
-    async def marked() -> bool:
-        stored = await subject_messages(nc, f"KV_{bucket}", subject)
-        found[:] = [m.seq for m in stored if m.headers.get(MARKER_REASON) == "MaxAge"]
-        return bool(found)
-
-    if not await eventually(marked, EXPIRY_WAIT_S):
-        await answering(nc)
-        raise Indeterminate(
-            "timeout", f"the server left no MaxAge marker on {subject} within {EXPIRY_WAIT_S:.0f} s of its 1 s TTL"
-        )
-    return found[-1]
-
-
-async def markers_in_place(nc, kv, bucket: str) -> dict[str, int]:
-    """Keys p, r and t of a history-1 bucket whose latest messages are limit markers: the server's own MaxAge marker
-    on t (its 1 s Nats-TTL expired), and markers with reasons Purge on p and Remove on r (the other reasons ADR-48
-    lists; the server writes only MaxAge ones today, so they are published as it would). Key -> marker revision."""
-    await enable_limit_markers(nc, bucket)
-    await kv.put("p", b"x")
-    await kv.put("r", b"x")
-    await publish_raw(nc, f"$KV.{bucket}.t", b"v", {NATS_TTL: "1s"})
-    revisions = {
-        "p": (await publish_raw(nc, f"$KV.{bucket}.p", b"", {MARKER_REASON: "Purge"}))["seq"],
-        "r": (await publish_raw(nc, f"$KV.{bucket}.r", b"", {MARKER_REASON: "Remove"}))["seq"],
-    }
-    return revisions | {"t": await expired(nc, bucket, "t")}
 
 
 @pytest.mark.rule("kv.limit-markers-config")
@@ -779,7 +629,7 @@ async def test_watch_maps_limit_markers_to_purge_and_delete(client, target, nc, 
     async with client_kv(client, target, bucket) as kv:
         revisions = await markers_in_place(nc, kv, bucket)
         async with watching(client, kv.watch(), "ADR-8 Watch") as watch:
-            initial = await _yielded(client, watch, f"{documented}; the end-of-initial-data signal after the markers")
+            initial = await yielded(client, watch, f"{documented}; the end-of-initial-data signal after the markers")
             expected = [f"{k}@{revisions[k]}:{op}=b''" for k, op in (("p", "PURGE"), ("r", "DEL"), ("t", "PURGE"))]
             assert initial == [*expected, "<end of initial data>"], (
                 f"{documented}; with markers Purge on p, Remove on r and MaxAge on t (its TTL expired) {who(client)}'s "
@@ -787,7 +637,7 @@ async def test_watch_maps_limit_markers_to_purge_and_delete(client, target, nc, 
             )
             put = (await publish_raw(nc, f"$KV.{bucket}.u", b"w", {NATS_TTL: "1s"}))["seq"]
             marker = await expired(nc, bucket, "u")
-            later = await _later_changes(client, watch, 2)
+            later = await later_changes(client, watch, 2)
             assert later == [f"u@{put}:PUT=b'w'", f"u@{marker}:PURGE=b''"], (
                 f"{documented}; while it watched, u was put with a 1 s TTL that expired (a MaxAge marker): "
                 f"{who(client)}'s watch yielded {later}"
