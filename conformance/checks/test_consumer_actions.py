@@ -1,7 +1,7 @@
 """Consumer create, update and create-or-update through the client under test (ADR-37 JetStream Context; the
 `action` of $JS.API.CONSUMER.CREATE, nats-server 2.10 server/consumer.go ConsumerAction).
 
-The client (--client) makes each call through its adapter (ConsumerSession.consumer_add); the suite's own
+The client (--client) makes each call through its adapter (ClientSession.consumer_add); the suite's own
 connection listens to the consumer create requests of the check's stream to read the action each one sent, and
 reads the consumer back through the raw JetStream API.
 """

@@ -270,6 +270,20 @@ class ClientSession(Protocol):
         error) when it does not within `timeout` (conformance.silence asks after a silence)."""
         ...
 
+    async def consumer_add(self, stream: str, config: Mapping[str, object], action: str) -> dict:
+        """The client's create ("create"), update ("update") or create-or-update ("create_or_update") consumer call
+        for `stream` with `config` (server JSON names); the consumer info it returned, as JSON. Unsupported when the
+        client has no such call; a refusal keeps the server's code/err_code."""
+        ...
+
+    async def publish_retrying(
+        self, subject: str, payload: bytes, *, retry_attempts: int, retry_wait: float
+    ) -> Mapping[str, object]:
+        """The client's JetStream publish asked to retry `retry_attempts` times, `retry_wait` seconds apart, on no
+        responders (ADR-22 RetryAttempts, RetryWait; the nearest the client offers); its PubAck as JSON (stream,
+        seq). NoStreamResponse when it gave up on no responders; Unsupported when the client has no retries."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -492,29 +506,8 @@ class KeyValue(Protocol):
         ...
 
 
-# --- consumer create, update, create-or-update (ADR-37) ----------------------------------------------------------
-
-
-class ConsumerSession(Protocol):
-    async def consumer_add(self, stream: str, config: Mapping[str, object], action: str) -> dict:
-        """The client's create ("create"), update ("update") or create-or-update ("create_or_update") consumer call
-        for `stream` with `config` (server JSON names); the consumer info it returned, as JSON. Unsupported when the
-        client has no such call; a refusal keeps the server's code/err_code."""
-        ...
-
-
 # --- JetStream publish retries on no responders (ADR-22) ---------------------------------------------------------
 
 
 class NoStreamResponse(ClientError):
     """The client gave up publishing after no responders (ADR-22 Errors: 'nats: no response from stream')."""
-
-
-class PublishRetrySession(Protocol):
-    async def publish_retrying(
-        self, subject: str, payload: bytes, *, retry_attempts: int, retry_wait: float
-    ) -> Mapping[str, object]:
-        """The client's JetStream publish asked to retry `retry_attempts` times, `retry_wait` seconds apart, on no
-        responders (ADR-22 RetryAttempts, RetryWait; the nearest the client offers); its PubAck as JSON (stream,
-        seq). NoStreamResponse when it gave up on no responders; Unsupported when the client has no retries."""
-        ...
