@@ -4,18 +4,17 @@ of the product's modules for what only one place may do."""
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# pyproject's package-dir: each source folder and the package it installs as
+# pyproject's package-dir, read from it: each source folder and the package it installs as
 PACKAGES = {
-    "jetcheck": "jetcheck",
-    "fixtures": "jetcheck.fixtures",
-    "conformance": "jetcheck.conformance",
-    "load": "jetcheck.load",
-    "reports": "jetcheck.reports",
-    "durability": "jetcheck.durability",
+    folder: package
+    for package, folder in tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"][
+        "package-dir"
+    ].items()
 }
 PRODUCT = tuple(PACKAGES)
 
