@@ -379,6 +379,12 @@ class PullDriverContract:
     only_heartbeat_events = True  # False where the client streams other events of a held wire (jnats' status)
     reset_shows_with_a_delivery = False  # the driver learns of a recreated consumer only from its first delivery
     malformed_is_invalid = True  # False where the driver takes a non-string op for an unknown one
+    # (idle_heartbeat_s, expires_s) a consume asks for -> the heartbeat its pull requests ask for (None: none)
+    pull_request_heartbeats: ClassVar[tuple] = ()
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        if "pull_request_heartbeat" in metafunc.fixturenames:
+            metafunc.parametrize(("asked", "expires_s", "pull_request_heartbeat"), self.pull_request_heartbeats)
 
     def pinned_version(self) -> str:
         """The client release the driver is built with, as its build files pin it."""
@@ -501,3 +507,37 @@ class PullDriverContract:
                                   idle_heartbeat_s=None)  # fmt: skip
         assert after["error"]["kind"] == "invalid"
         assert (await driver.call("stop", sub="c"))["error"]["kind"] == "invalid"
+
+    @pytest.mark.asyncio
+    async def test_consume_reports_the_heartbeat_its_pull_requests_ask_for(
+        self, driver, stream, embedded_server, asked, expires_s, pull_request_heartbeat
+    ):
+        """consume's effective_idle_heartbeat_s is the idle_heartbeat of the pull requests the client sends."""
+        js, name = stream
+        await pull_consumer(js, name, "C")
+        watcher = await embedded_server.connect()
+        pull_requests = await watcher.subscribe(f"$JS.API.CONSUMER.MSG.NEXT.{name}.C")
+        await connected(driver, embedded_server.url)
+        started = await consume(driver, name, asked, expires_s=expires_s)
+        request = json.loads((await pull_requests.next_msg(timeout=WAIT_S)).data)
+        await watcher.close()
+        assert started == {"effective_idle_heartbeat_s": pull_request_heartbeat}
+        assert request.get("idle_heartbeat", 0) == (pull_request_heartbeat or 0) * 1e9
+        await publish(js, name, 2)
+        await driver.until(lambda: len(driver.deliveries("c")) == 2)
+
+    @pytest.mark.asyncio
+    async def test_load_publish_logs_every_publish_before_load_stop_answers(self, driver, stream, embedded_server):
+        """A closed-loop load_publish: every publish is one row of six int64s (acked, with its stream sequence),
+        all before load_stop's answer."""
+        js, name = stream
+        await connected(driver, embedded_server.url)
+        started = await driver.ok("load_publish", session="s", sub="l", subject=f"{name}.l", payload_size=16, rate=0,
+                                  max_inflight=32, batch_ms=50, stamp=True)  # fmt: skip
+        assert started["started_ns"] > 0
+        await driver.until(lambda: any(r["type"] == "load" for r in driver.records))
+        counts = await driver.ok("load_stop", sub="l", at_ns=None)
+        rows = load_rows(driver, "l")
+        assert len(rows) == 6 * counts["ops"] and counts["ops"] == counts["acked"] > 0
+        assert sorted(rows[3::6]) == list(range(1, counts["ops"] + 1))
+        assert (await js.stream_info(name)).state.messages == counts["ops"]

@@ -8,7 +8,6 @@ consumer deletion an ordered consumer recovers from, and every misbehave mode th
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import shutil
 import subprocess
@@ -68,6 +67,11 @@ class TestPullDriver(PullDriverContract):
     )
     # Fetch sends no heartbeat for an expiry under 10 s
     expired_fetch_also = MappingProxyType({"effective_idle_heartbeat_s": None})
+    pull_request_heartbeats = (
+        (1.0, None, 1.0),  # PullHeartbeat as given
+        (None, 2.0, 1.0),  # half the PullExpiry
+        (None, None, 15.0),  # half jetstream.DefaultExpires (30 s)
+    )
 
     def pinned_version(self) -> str:
         """The nats.go version go.mod requires."""
@@ -138,33 +142,6 @@ async def test_a_stalled_wire_is_reported_as_missed_heartbeats_by_consume_and_fe
     await publish(js, name, 1)
     await driver.until(lambda: len(driver.deliveries("c")) == 3)
     assert driver.events("c", "terminal") == []
-
-
-@pytest.mark.asyncio
-@pytest.mark.parametrize(
-    ("asked", "expires_s", "effective"),
-    [
-        (1.0, None, 1.0),  # PullHeartbeat as given
-        (None, 2.0, 1.0),  # half the PullExpiry
-        (None, None, 15.0),  # half jetstream.DefaultExpires (30 s)
-    ],
-)
-async def test_consume_reports_the_heartbeat_its_pull_requests_ask_for(
-    driver, stream, embedded_server, asked, expires_s, effective
-):
-    """Consume's effective_idle_heartbeat_s is the idle_heartbeat of the pull requests the client sends."""
-    js, name = stream
-    await pull_consumer(js, name, "C")
-    watcher = await embedded_server.connect()
-    pull_requests = await watcher.subscribe(f"$JS.API.CONSUMER.MSG.NEXT.{name}.C")
-    await connected(driver, embedded_server.url)
-    started = await consume(driver, name, asked, expires_s=expires_s)
-    request = json.loads((await pull_requests.next_msg(timeout=WAIT)).data)
-    await watcher.close()
-    assert started == {"effective_idle_heartbeat_s": effective}
-    assert request["idle_heartbeat"] == effective * 1e9
-    await publish(js, name, 2)
-    await driver.until(lambda: len(driver.deliveries("c")) == 2)
 
 
 @pytest.mark.asyncio

@@ -26,7 +26,6 @@ from .driver_contract import (
     eight_in_order_then_stopped,
     kv_bucket,
     kv_watch_request,
-    load_rows,
     obj_watch_of_x,
     ordered,
     ordered_five,
@@ -62,6 +61,7 @@ class TestPullDriver(PullDriverContract):
     swallowed_stall_s = 6 * HEARTBEAT  # jnats' heartbeat alarm fires after 3 intervals
     only_heartbeat_events = False  # jnats streams the held wire's other statuses too
     malformed_is_invalid = False  # the driver reads {"op": 3} as an op it does not know: `unsupported`
+    pull_request_heartbeats = ((1.0, None, 1.0),)
 
     def pinned_version(self) -> str:
         """The jnats release the pom pins (Nats.CLIENT_VERSION)."""
@@ -150,25 +150,6 @@ async def test_kv_misbehave_modes_misreport(driver, embedded_server):
     nc = await embedded_server.connect()
     await nc.jetstream().delete_stream(f"KV_{bucket}")
     await nc.close()
-
-
-@pytest.mark.asyncio
-async def test_load_publish_logs_every_publish_before_load_stop_answers(driver, stream, embedded_server):
-    """A closed-loop load_publish: every publish is one row (acked with its stream sequence) before the answer."""
-    js, name = stream
-    await connected(driver, embedded_server.url)
-    started = await driver.ok("load_publish", session="s", sub="l", subject=f"{name}.l", payload_size=16, rate=0,
-                              max_inflight=32, batch_ms=50, stamp=True)  # fmt: skip
-    assert started["started_ns"] > 0
-    await driver.until(lambda: any(r["type"] == "load" for r in driver.records))
-    counts = await driver.ok("load_stop", sub="l", at_ns=None)
-    rows = load_rows(driver, "l")
-    assert len(rows) == 6 * counts["ops"] and counts["ops"] == counts["acked"] > 0
-    assert sorted(rows[3::6]) == list(range(1, counts["ops"] + 1))
-    assert (await js.stream_info(name)).state.messages == counts["ops"]
-
-
-# ---- v3: watch ------------------------------------------------------------------------------------------------
 
 
 class TestWatch(WatchContract):

@@ -8,7 +8,6 @@ suite's proofs rely on.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import uuid
@@ -65,6 +64,8 @@ class TestPullDriver(PullDriverContract):
         | {"kv_put", "kv_watch", "obj_put", "obj_watch", "load_publish", "load_stop"}
     )
     reset_shows_with_a_delivery = True  # the ordered consumer recreates its consumer without a word (see below)
+    # Consumer::stream() asks for no heartbeat unless given one, unlike Consumer::messages()
+    pull_request_heartbeats = ((1.0, None, 1.0), (None, 2.0, None), (None, None, None))
 
     def pinned_version(self) -> str:
         """The async-nats version Cargo.lock pins."""
@@ -122,25 +123,6 @@ async def test_a_stalled_wire_is_reported_as_missed_heartbeats_by_consume(driver
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize(("asked", "expires_s", "effective"), [(1.0, None, 1.0), (None, 2.0, None), (None, None, None)])
-async def test_consume_reports_the_heartbeat_its_pull_requests_ask_for(
-    driver, stream, embedded_server, asked, expires_s, effective
-):
-    """consume's effective_idle_heartbeat_s is the idle_heartbeat of the pull requests the client sends: none unless
-    one is given (Consumer::stream() has no default heartbeat, unlike Consumer::messages())."""
-    js, name = stream
-    await pull_consumer(js, name, "C")
-    watcher = await embedded_server.connect()
-    pull_requests = await watcher.subscribe(f"$JS.API.CONSUMER.MSG.NEXT.{name}.C")
-    await connected(driver, embedded_server.url)
-    started = await consume(driver, name, asked, expires_s=expires_s)
-    request = json.loads((await pull_requests.next_msg(timeout=WAIT)).data)
-    await watcher.close()
-    assert started == {"effective_idle_heartbeat_s": effective}
-    assert request.get("idle_heartbeat", 0) == (effective or 0) * 1e9
-
-
-@pytest.mark.asyncio
 async def test_push_consumers_deliver_and_a_durable_queue_consumer_is_shared(driver, stream, embedded_server):
     """`push` creates a push consumer; with durable and queue a second member binds the first one's consumer."""
     js, name = stream
@@ -158,20 +140,6 @@ async def test_push_consumers_deliver_and_a_durable_queue_consumer_is_shared(dri
     assert other["error"]["kind"] == "unsupported"  # messages() always joins the consumer's own group
     await publish(js, name, 10)
     await driver.until(lambda: len(driver.deliveries("m1")) + len(driver.deliveries("m2")) == 12)
-
-
-@pytest.mark.asyncio
-async def test_load_publish_streams_a_row_per_acked_publish_before_load_stop_answers(driver, stream, embedded_server):
-    """A closed-loop load_publish run: every publish acked, in rows of six int64s, all before load_stop's answer."""
-    js, name = stream
-    await connected(driver, embedded_server.url)
-    started = await driver.ok("load_publish", session="s", sub="l", subject=f"{name}.a", payload_size=16, rate=0,
-                              max_inflight=50, batch_ms=20, stamp=True)  # fmt: skip
-    assert started["started_ns"] > 0
-    await driver.until(lambda: any(r["type"] == "load" for r in driver.records))
-    counts = await driver.ok("load_stop", sub="l", at_ns=None)
-    assert len(load_rows(driver, "l")) == counts["ops"] * 6 and counts["ops"] == counts["acked"] > 0
-    assert (await js.stream_info(name)).state.messages == counts["acked"]
 
 
 @pytest.mark.asyncio
