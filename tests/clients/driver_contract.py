@@ -334,6 +334,29 @@ async def eight_in_order_then_stopped(driver: PipeDriver, js, stream: str) -> No
     assert len(driver.deliveries("o")) == 8
 
 
+async def missed_heartbeat_of_a_stall(driver: PipeDriver, js, stream: str, proxy) -> str:
+    """Consumer C consumed through `proxy` (two deliveries), then every server byte held: the detail of the first
+    missed-heartbeat event the driver streams."""
+    await pull_consumer(js, stream, "C")
+    await connected(driver, proxy.url)
+    assert await consume(driver, stream) == {"effective_idle_heartbeat_s": PULL_HEARTBEAT}
+    await publish(js, stream, 2)
+    await driver.until(lambda: len(driver.deliveries("c")) == 2)
+    proxy.stall()
+    await driver.until(lambda: driver.events("c", "missed-heartbeat"))
+    return driver.events("c", "missed-heartbeat")[0]["detail"]
+
+
+async def push_delivers(driver: PipeDriver, js, stream: str, url: str) -> None:
+    """`push` with a 1 s idle heartbeat creates a push consumer that delivers two messages and takes the heartbeat."""
+    await publish(js, stream, 2)
+    await connected(driver, url)
+    result = await driver.ok("push", session="s", sub="p", stream=stream, subject=f"{stream}.>", idle_heartbeat_s=1.0)
+    await driver.until(lambda: len(driver.deliveries("p")) == 2)
+    assert {d["consumer"] for d in driver.deliveries("p")} == {result["consumer"]}
+    assert result["effective_idle_heartbeat_s"] == 1.0
+
+
 async def durable_queue_shared(driver: PipeDriver, js, stream: str) -> None:
     """Two `push` members of durable Q in queue Q: the first creates the grouped consumer, the second binds it as it
     is (same deliver subject), and the two share ten messages."""

@@ -30,6 +30,7 @@ from .driver_contract import (
     ordered_five,
     publish,
     pull_consumer,
+    push_delivers,
     watched,
 )
 
@@ -167,12 +168,7 @@ async def test_a_deleted_pull_consumer_ends_the_consumption_with_an_error_then_t
 async def test_push_consumers_exist_in_this_nats_go_and_deliver(driver, stream, embedded_server):
     """nats.go's jetstream package has push consumers (CreateOrUpdatePushConsumer): `push` is supported."""
     js, name = stream
-    await publish(js, name, 2)
-    await connected(driver, embedded_server.url)
-    result = await driver.ok("push", session="s", sub="p", stream=name, subject=f"{name}.>", idle_heartbeat_s=1.0)
-    await driver.until(lambda: len(driver.deliveries("p")) == 2)
-    assert {d["consumer"] for d in driver.deliveries("p")} == {result["consumer"]}
-    assert result["effective_idle_heartbeat_s"] == 1.0
+    await push_delivers(driver, js, name, embedded_server.url)
 
 
 @pytest.mark.asyncio

@@ -21,16 +21,15 @@ from .driver_contract import (
     PullDriverContract,
     WatchContract,
     connected,
-    consume,
     durable_queue_shared,
     eight_in_order_then_stopped,
     kv_bucket,
     kv_watch_request,
+    missed_heartbeat_of_a_stall,
     obj_watch_of_x,
     ordered,
     ordered_five,
     publish,
-    pull_consumer,
     put,
     watched,
 )
@@ -108,14 +107,7 @@ async def test_a_heartbeat_under_the_clients_minimum_is_refused(driver, stream, 
 async def test_a_stall_is_reported_by_the_heartbeat_alarm_after_three_intervals(driver, stream, proxy):
     """With every server byte held, jnats' ErrorListener.heartbeatAlarm fires after 3 heartbeat intervals."""
     js, name = stream
-    await pull_consumer(js, name, "C")
-    await connected(driver, proxy.url)
-    assert await consume(driver, name) == {"effective_idle_heartbeat_s": HEARTBEAT}
-    await publish(js, name, 2)
-    await driver.until(lambda: len(driver.deliveries("c")) == 2)
-    proxy.stall()
-    await driver.until(lambda: driver.events("c", "missed-heartbeat"))
-    assert driver.events("c", "missed-heartbeat")[0]["detail"].startswith("ErrorListener.heartbeatAlarm")
+    assert (await missed_heartbeat_of_a_stall(driver, js, name, proxy)).startswith("ErrorListener.heartbeatAlarm")
     proxy.release()
     assert driver.events("c", "terminal") == []
 

@@ -23,17 +23,17 @@ from .driver_contract import (
     PullDriverContract,
     WatchContract,
     connected,
-    consume,
     eight_in_order_then_stopped,
     kv_bucket,
     kv_watch,
     kv_watch_request,
     load_rows,
+    missed_heartbeat_of_a_stall,
     obj_watch_of_x,
     ordered,
     ordered_five,
     publish,
-    pull_consumer,
+    push_delivers,
     put,
     watched,
 )
@@ -108,14 +108,7 @@ async def test_a_stalled_wire_is_reported_as_missed_heartbeats_by_consume(driver
     """With the server's bytes held, the pull stream yields MissingHeartbeat after 2 heartbeats; after the stall
     messages flow again."""
     js, name = stream
-    await pull_consumer(js, name, "C")
-    await connected(driver, proxy.url)
-    assert await consume(driver, name) == {"effective_idle_heartbeat_s": HEARTBEAT}
-    await publish(js, name, 2)
-    await driver.until(lambda: len(driver.deliveries("c")) == 2)
-    proxy.stall()
-    await driver.until(lambda: driver.events("c", "missed-heartbeat"))
-    assert "MissingHeartbeat" in driver.events("c", "missed-heartbeat")[0]["detail"]
+    assert "MissingHeartbeat" in await missed_heartbeat_of_a_stall(driver, js, name, proxy)
     proxy.release()
     await publish(js, name, 1)
     await driver.until(lambda: len(driver.deliveries("c")) == 3, timeout=3 * WAIT)
@@ -126,12 +119,7 @@ async def test_a_stalled_wire_is_reported_as_missed_heartbeats_by_consume(driver
 async def test_push_consumers_deliver_and_a_durable_queue_consumer_is_shared(driver, stream, embedded_server):
     """`push` creates a push consumer; with durable and queue a second member binds the first one's consumer."""
     js, name = stream
-    await publish(js, name, 2)
-    await connected(driver, embedded_server.url)
-    result = await driver.ok("push", session="s", sub="p", stream=name, subject=f"{name}.>", idle_heartbeat_s=1.0)
-    await driver.until(lambda: len(driver.deliveries("p")) == 2)
-    assert {d["consumer"] for d in driver.deliveries("p")} == {result["consumer"]}
-    assert result["effective_idle_heartbeat_s"] == 1.0
+    await push_delivers(driver, js, name, embedded_server.url)
     for sub in ("m1", "m2"):
         await driver.ok("push", session="s", sub=sub, stream=name, subject=f"{name}.>", idle_heartbeat_s=None,
                         durable="Q", queue="Q", inactive_threshold_s=None)  # fmt: skip
