@@ -44,4 +44,5 @@ fi
 
 # The nats.js, nats.go, async-nats and jnats drivers (--client): built now into jetcheck's cache so no run pays for
 # it; a missing node/npm, Go, cargo or java/mvn is one line here and matters only to that client's runs.
-.venv/bin/python -m jetcheck.conformance.clients.build || true
+# (called, not run with -m: the package imports build first, and runpy warns when a module it runs is imported)
+.venv/bin/python -c "import sys; from jetcheck.conformance.clients.build import prebuild; sys.exit(prebuild())" || true

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,30 @@ pytest_plugins = ["jetcheck.testing.plugin", "tests.hygiene"]
 settings.register_profile("ci", derandomize=True, database=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+# What the fast tier (`pytest -m "not slow"`, CONTRIBUTING.md) leaves out, as patterns of test ids: whole modules
+# where they are slow for one reason, single tests where the rest of their module is quick, so they are named here
+# rather than each test decorated. Every product module keeps a quick test in the tier.
+SLOW = (
+    "tests/conformance/test_proofs_*",  # each row runs certify's checks against a breaker
+    "tests/conformance/test_checks_fail_when_rules_break.py::*",  # the same, for the server-side breakers
+    "tests/conformance/test_release_pairs.py::*",  # certify against two real nats-server releases per pair
+    # the fault tests: real runs on a cluster, waiting out kills, cuts, drops and damaged stores
+    "tests/durability/test_*.py::test_a_short_*",
+    "tests/durability/test_disk_faults.py::test_one_node_damaged_while_every_node_is_down",
+    "tests/durability/test_cluster_file.py::test_a_*described_cluster*",
+    # load held at a rate for seconds on end (the scenarios' own tests stay), and TLS refusals waited out
+    "tests/load/test_load_runs.py::test_an_unsustainable_rate_*",
+    "tests/load/test_load_runs.py::test_fixed_rate_holds_*",
+    "tests/test_tls.py::test_a_server_that_does_not_offer_tls_gets_no_byte_*",
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(fnmatch(item.nodeid, pattern) for pattern in SLOW):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

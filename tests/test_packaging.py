@@ -35,7 +35,8 @@ def test_the_wheel_builds_without_warnings_and_ships_the_drivers_sources(tmp_pat
     skip = shutil.ignore_patterns("__pycache__", "node_modules", "*.egg-info", "driver")
     for folder in PRODUCT:
         shutil.copytree(ROOT / folder, source / folder, ignore=skip)
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "MANIFEST.in", "scripts/build_backend.py"):
+        (source / name).parent.mkdir(exist_ok=True)
         shutil.copy(ROOT / name, source / name)
     command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check", "-w", str(wheels)]
     proc = subprocess.run([*command, str(source)], capture_output=True, text=True, timeout=600)

@@ -54,24 +54,24 @@ def js_pinned_version(source: Path = SOURCES / "js") -> str:
     return lock.get("packages", {}).get(f"node_modules/{JS_PACKAGE}", {}).get("version", "")
 
 
-def go_pinned_version(source: Path = SOURCES / "go") -> str:
-    """The nats.go version the repo's go.mod requires ("" when there is none yet)."""
+def _pinned(build_file: Path, pattern: str) -> str:
+    """The version `pattern`'s group 1 finds in a driver's build file ("" when the file or the version is missing)."""
     try:
-        text = (source / "go.mod").read_text(encoding="utf-8")
+        text = build_file.read_text(encoding="utf-8")
     except OSError:
         return ""
-    match = re.search(rf"^\s*(?:require\s+)?{re.escape(GO_MODULE)}\s+(v\S+)", text, re.MULTILINE)
+    match = re.search(pattern, text, re.MULTILINE)
     return match.group(1) if match else ""
+
+
+def go_pinned_version(source: Path = SOURCES / "go") -> str:
+    """The nats.go version the repo's go.mod requires ("" when there is none yet)."""
+    return _pinned(source / "go.mod", rf"^\s*(?:require\s+)?{re.escape(GO_MODULE)}\s+(v\S+)")
 
 
 def rust_pinned_version(source: Path = SOURCES / "rust") -> str:
     """The async-nats version the repo's Cargo.lock pins ("" when there is none yet)."""
-    try:
-        text = (source / "Cargo.lock").read_text(encoding="utf-8")
-    except OSError:
-        return ""
-    match = re.search(rf'name = "{re.escape(RUST_CRATE)}"\nversion = "([^"]+)"', text)
-    return match.group(1) if match else ""
+    return _pinned(source / "Cargo.lock", rf'name = "{re.escape(RUST_CRATE)}"\nversion = "([^"]+)"')
 
 
 def go_required(source: Path = SOURCES / "go") -> Version:
@@ -422,12 +422,7 @@ def rust_driver(version: str = "", cache: Path | None = None, source: Path = SOU
 
 def java_pinned_version(source: Path = SOURCES / "java") -> str:
     """The jnats version the repo's pom.xml pins (its `jnats.version` property; "" when there is none yet)."""
-    try:
-        text = (source / "pom.xml").read_text(encoding="utf-8")
-    except OSError:
-        return ""
-    match = re.search(r"<jnats\.version>\s*([^<\s]+)\s*</jnats\.version>", text)
-    return match.group(1) if match else ""
+    return _pinned(source / "pom.xml", r"<jnats\.version>\s*([^<\s]+)\s*</jnats\.version>")
 
 
 def java_driver(version: str = "", cache: Path | None = None, source: Path = SOURCES / "java") -> list[str]:

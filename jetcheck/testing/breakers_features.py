@@ -108,28 +108,26 @@ def _pause_on_resume(body: dict) -> bool:
     return True
 
 
-def _strip_stream_source(body: dict) -> bool:
-    """A MSG.GET reply's message loses its Nats-Stream-Source header."""
+def _strip_message_header(body: dict, header: str) -> bool:
+    """A MSG.GET reply's message loses `header`; False where it had none."""
     message = body.get("message") or {}
     if not message.get("hdrs"):
         return False
     headers = NatsHeaders.parse(base64.b64decode(message["hdrs"]))
-    if not headers.remove(STREAM_SOURCE):
+    if not headers.remove(header):
         return False
     message["hdrs"] = base64.b64encode(headers.serialize()).decode()
     return True
+
+
+def _strip_stream_source(body: dict) -> bool:
+    """A MSG.GET reply's message loses its Nats-Stream-Source header."""
+    return _strip_message_header(body, STREAM_SOURCE)
 
 
 def _strip_counter_sources(body: dict) -> bool:
     """A MSG.GET reply's message loses its Nats-Counter-Sources header: an aggregate counter's sources unrecorded."""
-    message = body.get("message") or {}
-    if not message.get("hdrs"):
-        return False
-    headers = NatsHeaders.parse(base64.b64decode(message["hdrs"]))
-    if not headers.remove(COUNTER_SOURCES):
-        return False
-    message["hdrs"] = base64.b64encode(headers.serialize()).decode()
-    return True
+    return _strip_message_header(body, COUNTER_SOURCES)
 
 
 def _origins(body: dict) -> list[dict]:

@@ -1,4 +1,5 @@
-"""Fixtures of the driver tests: a stream of the test's own on the embedded server, and a fault proxy in front of it."""
+"""Fixtures of the driver tests: the driver started from the test module's `driver_command`, a stream of the test's
+own on the embedded server, and a fault proxy in front of it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,15 @@ import uuid
 import pytest_asyncio
 
 from jetcheck.fixtures.proxy import NatsProxy
+
+from .driver_contract import running
+
+
+@pytest_asyncio.fixture
+async def driver(driver_command):
+    """The driver the test module's `driver_command` starts, shut down afterwards (it must exit with status 0)."""
+    async with running(*driver_command) as d:
+        yield d
 
 
 @pytest_asyncio.fixture

@@ -8,28 +8,29 @@ consumer deletion an ordered consumer recovers from, and every misbehave mode th
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
 import re
 import shutil
 import subprocess
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
-import pytest_asyncio
 from nats.js import api
 
-from ..conftest import VENDOR_PASSWORD
 from .driver_contract import WAIT_S as WAIT
 from .driver_contract import (
-    PipeDriver,
+    PullDriverContract,
     WatchContract,
     connected,
+    consume,
+    durable_queue_shared,
+    eight_in_order_then_stopped,
+    obj_watch_of_x,
     ordered,
+    ordered_five,
     publish,
     pull_consumer,
-    running,
-    sequences,
+    push_delivers,
     watched,
 )
 
@@ -39,7 +40,7 @@ HEARTBEAT = 0.5  # the Go client's smallest PullHeartbeat
 
 
 @pytest.fixture(scope="module")
-def driver_binary(tmp_path_factory) -> Path:
+def driver_command(tmp_path_factory) -> tuple[str, ...]:
     if GO is None:
         pytest.skip("go is not installed: the nats.go driver cannot be built")
     binary = tmp_path_factory.mktemp("go-driver") / "driver"
@@ -47,13 +48,7 @@ def driver_binary(tmp_path_factory) -> Path:
         [GO, "build", "-o", str(binary), "."], cwd=DRIVER_DIR, capture_output=True, text=True, timeout=300
     )
     assert build.returncode == 0, build.stderr
-    return binary
-
-
-@pytest_asyncio.fixture
-async def driver(driver_binary):
-    async with running(str(driver_binary)) as d:
-        yield d
+    return (str(binary),)
 
 
 async def pull_request_waiting(js, stream: str, consumer: str) -> None:
@@ -63,43 +58,25 @@ async def pull_request_waiting(js, stream: str, consumer: str) -> None:
             await asyncio.sleep(0.02)
 
 
-@pytest.mark.asyncio
-async def test_hello_names_nats_go_at_the_version_go_mod_requires(driver):
-    """hello reports the client and the exact module version built in, the Go runtime and every v1 op."""
-    required = re.search(r"github.com/nats-io/nats.go (v\S+)", (DRIVER_DIR / "go.mod").read_text()).group(1)
-    hello = await driver.ok("hello")
-    assert (hello["protocol"], hello["client"], hello["version"]) == (3, "nats.go", required)
-    assert hello["runtime"].startswith("go1.") and hello["mono_ns"] > 0
-    v1 = {"hello", "connect", "close", "ordered", "push", "consume", "fetch", "stop", "misbehave", "shutdown"}
-    kv = {"kv_create", "kv_put", "kv_create_key", "kv_update", "kv_get", "kv_delete", "kv_purge", "kv_keys"}
-    assert set(hello["ops"]) >= v1 | kv | {"kv_history", "kv_status"}  # v2 sections add more
-    assert set(hello["ops"]) >= {"obj_create", "obj_put", "obj_get", "obj_info", "obj_list", "obj_delete"}
-    assert set(hello["ops"]) >= {"kv_watch", "obj_watch"}
-    unknown = await driver.call("no_such_op")
-    assert unknown["error"]["kind"] == "unsupported"
-    malformed = await driver.request({"op": 3})
-    assert malformed["error"]["kind"] == "invalid"
+class TestPullDriver(PullDriverContract):
+    client, runtime = "nats.go", "go1."
+    ops = frozenset(
+        {"hello", "connect", "close", "ping", "ordered", "push", "consume", "fetch", "stop", "misbehave", "shutdown"}
+        | {"kv_create", "kv_put", "kv_create_key", "kv_update", "kv_get", "kv_delete", "kv_purge", "kv_keys"}
+        | {"kv_history", "kv_status", "kv_watch", "obj_watch"}
+        | {"obj_create", "obj_put", "obj_get", "obj_info", "obj_list", "obj_delete"}
+    )
+    # Fetch sends no heartbeat for an expiry under 10 s
+    expired_fetch_also = MappingProxyType({"effective_idle_heartbeat_s": None})
+    pull_request_heartbeats = (
+        (1.0, None, 1.0),  # PullHeartbeat as given
+        (None, 2.0, 1.0),  # half the PullExpiry
+        (None, None, 15.0),  # half jetstream.DefaultExpires (30 s)
+    )
 
-
-@pytest.mark.asyncio
-async def test_credentials_reach_the_client_and_never_its_log(driver_binary, vendor_server):
-    """user/password and the CA arrive in connect; a wrong password is a `connection` error; stderr stays clean."""
-    server, directory = vendor_server
-    proc = await asyncio.create_subprocess_exec(
-        str(driver_binary), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    driver = PipeDriver(proc)
-    credentials = {"user": "vendor", "password": VENDOR_PASSWORD, "tls_ca": str(directory / "ca.pem")}
-    await driver.ok("connect", session="good", url=server.url, credentials=credentials, reconnect_wait_s=0.1)
-    wrong = {**credentials, "password": "not-" + VENDOR_PASSWORD}
-    refused = await driver.call("connect", session="bad", url=server.url, credentials=wrong, reconnect_wait_s=0.1)
-    assert refused["error"]["kind"] == "connection", refused
-    await driver.ok("shutdown")
-    assert await asyncio.wait_for(proc.wait(), WAIT) == 0
-    log = (await proc.stderr.read()).decode()
-    assert "session good: connected" in log
-    assert VENDOR_PASSWORD not in log and VENDOR_PASSWORD not in refused["error"]["message"]
+    def pinned_version(self) -> str:
+        """The nats.go version go.mod requires."""
+        return re.search(r"github.com/nats-io/nats.go (v\S+)", (DRIVER_DIR / "go.mod").read_text()).group(1)
 
 
 @pytest.mark.asyncio
@@ -109,13 +86,7 @@ async def test_ordered_consumer_delivers_in_order_and_recreates_after_its_consum
     """The Go ordered consumer reports ErrConsumerDeleted through ConsumeErrHandler, then resumes on a new consumer
     (the driver streams a `reset` for the new name) with nothing lost or repeated."""
     js, name = stream
-    await publish(js, name, 5)
-    await connected(driver, embedded_server.url)
-    assert (await ordered(driver, name))["result"] == {"effective_idle_heartbeat_s": HEARTBEAT}
-    await driver.until(lambda: len(driver.deliveries("o")) == 5)
-    first = driver.deliveries("o")[0]["consumer"]
-    assert base64.b64decode(driver.deliveries("o")[0]["payload_b64"]) == b"m0"
-    (info,) = await js.consumers_info(name)
+    first, info = await ordered_five(driver, js, name, embedded_server.url)
     assert (info.name, info.config.ack_policy, info.config.deliver_subject) == (first, api.AckPolicy.NONE, None)
 
     await js.delete_consumer(name, first)
@@ -123,13 +94,8 @@ async def test_ordered_consumer_delivers_in_order_and_recreates_after_its_consum
     assert "ErrConsumerDeleted" in driver.events("o", "error")[0]["detail"]
     await publish(js, name, 3)
     await driver.until(lambda: len(driver.deliveries("o")) == 8)
-    assert sequences(driver.deliveries("o")) == [(n, n) for n in range(1, 6)] + [(6, 1), (7, 2), (8, 3)]
     assert {d["consumer"] for d in driver.deliveries("o")[5:]} == {first.rsplit("_", 1)[0] + "_2"}
-
-    await driver.ok("stop", sub="o")
-    await publish(js, name, 1)
-    await driver.settle(0.3)
-    assert len(driver.deliveries("o")) == 8
+    await eight_in_order_then_stopped(driver, js, name)
 
 
 @pytest.mark.asyncio
@@ -156,9 +122,7 @@ async def test_a_stalled_wire_is_reported_as_missed_heartbeats_by_consume_and_fe
     await pull_consumer(js, name, "C")
     await pull_consumer(js, name, "F")
     await connected(driver, proxy.url)
-    consume = await driver.ok("consume", session="s", sub="c", stream=name, consumer="C", idle_heartbeat_s=HEARTBEAT,
-                              expires_s=None, max_messages=None)  # fmt: skip
-    assert consume == {"effective_idle_heartbeat_s": HEARTBEAT}
+    assert await consume(driver, name) == {"effective_idle_heartbeat_s": HEARTBEAT}
     await publish(js, name, 2)
     await driver.until(lambda: len(driver.deliveries("c")) == 2)
     # Stall once the fetch's pull request reached the server (the proxy holds only server->client bytes).
@@ -182,51 +146,6 @@ async def test_a_stalled_wire_is_reported_as_missed_heartbeats_by_consume_and_fe
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize(
-    ("asked", "expires_s", "effective"),
-    [
-        (1.0, None, 1.0),  # PullHeartbeat as given
-        (None, 2.0, 1.0),  # half the PullExpiry
-        (None, None, 15.0),  # half jetstream.DefaultExpires (30 s)
-    ],
-)
-async def test_consume_reports_the_heartbeat_its_pull_requests_ask_for(
-    driver, stream, embedded_server, asked, expires_s, effective
-):
-    """Consume's effective_idle_heartbeat_s is the idle_heartbeat of the pull requests the client sends."""
-    js, name = stream
-    await pull_consumer(js, name, "C")
-    watcher = await embedded_server.connect()
-    pull_requests = await watcher.subscribe(f"$JS.API.CONSUMER.MSG.NEXT.{name}.C")
-    await connected(driver, embedded_server.url)
-    started = await driver.ok("consume", session="s", sub="c", stream=name, consumer="C", idle_heartbeat_s=asked,
-                              expires_s=expires_s, max_messages=None)  # fmt: skip
-    request = json.loads((await pull_requests.next_msg(timeout=WAIT)).data)
-    await watcher.close()
-    assert started == {"effective_idle_heartbeat_s": effective}
-    assert request["idle_heartbeat"] == effective * 1e9
-    await publish(js, name, 2)
-    await driver.until(lambda: len(driver.deliveries("c")) == 2)
-
-
-@pytest.mark.asyncio
-async def test_a_fetch_with_fewer_messages_ends_at_its_expiry_as_a_timeout(driver, stream, embedded_server):
-    """The Go client ends an expired fetch with MessageBatch.Error() nil: the driver reports kind `timeout`."""
-    js, name = stream
-    await pull_consumer(js, name, "F")
-    await publish(js, name, 2)
-    await connected(driver, embedded_server.url)
-    result = await driver.ok("fetch", session="s", stream=name, consumer="F", batch=5, expires_s=1.0,
-                             idle_heartbeat_s=None)  # fmt: skip
-    assert sequences(result["deliveries"]) == [(1, 1), (2, 2)]
-    assert result["error"]["kind"] == "timeout" and 0.9 < result["took_s"] < 3.0  # margin for a busy machine
-    assert result["effective_idle_heartbeat_s"] is None  # Fetch sends no heartbeat for an expiry under 10 s
-    missing = await driver.call("fetch", session="s", stream=name, consumer="NOPE", batch=1, expires_s=1.0,
-                                idle_heartbeat_s=None)  # fmt: skip
-    assert (missing["error"]["kind"], missing["error"]["code"], missing["error"]["err_code"]) == ("api", 404, 10014)
-
-
-@pytest.mark.asyncio
 async def test_a_deleted_pull_consumer_ends_the_consumption_with_an_error_then_terminal(
     driver, stream, embedded_server
 ):
@@ -237,8 +156,7 @@ async def test_a_deleted_pull_consumer_ends_the_consumption_with_an_error_then_t
     js, name = stream
     await pull_consumer(js, name, "C")
     await connected(driver, embedded_server.url)
-    await driver.ok("consume", session="s", sub="c", stream=name, consumer="C", idle_heartbeat_s=HEARTBEAT,
-                    expires_s=None, max_messages=None)  # fmt: skip
+    await consume(driver, name)
     await pull_request_waiting(js, name, "C")
     await js.delete_consumer(name, "C")
     await driver.until(lambda: driver.events("c", "terminal"))
@@ -250,83 +168,7 @@ async def test_a_deleted_pull_consumer_ends_the_consumption_with_an_error_then_t
 async def test_push_consumers_exist_in_this_nats_go_and_deliver(driver, stream, embedded_server):
     """nats.go's jetstream package has push consumers (CreateOrUpdatePushConsumer): `push` is supported."""
     js, name = stream
-    await publish(js, name, 2)
-    await connected(driver, embedded_server.url)
-    result = await driver.ok("push", session="s", sub="p", stream=name, subject=f"{name}.>", idle_heartbeat_s=1.0)
-    await driver.until(lambda: len(driver.deliveries("p")) == 2)
-    assert {d["consumer"] for d in driver.deliveries("p")} == {result["consumer"]}
-    assert result["effective_idle_heartbeat_s"] == 1.0
-
-
-@pytest.mark.asyncio
-@pytest.mark.parametrize("mode", ["swallow-missed-heartbeat", "terminal-on-missed-heartbeat"])
-async def test_misbehave_changes_what_a_stall_reports(driver, stream, proxy, mode):
-    """swallow-missed-heartbeat hides the client's ErrNoHeartbeat; terminal-on-missed-heartbeat ends the sub."""
-    js, name = stream
-    await pull_consumer(js, name, "C")
-    await connected(driver, proxy.url, mode)
-    await driver.ok("consume", session="s", sub="c", stream=name, consumer="C", idle_heartbeat_s=HEARTBEAT,
-                    expires_s=None, max_messages=None)  # fmt: skip
-    proxy.stall()
-    if mode == "swallow-missed-heartbeat":
-        await driver.settle(4 * HEARTBEAT)
-        assert driver.events("c") == []
-    else:
-        await driver.until(lambda: driver.events("c", "terminal"))
-        assert [e["kind"] for e in driver.events("c")] == ["missed-heartbeat", "terminal"]
-    proxy.release()
-
-
-@pytest.mark.asyncio
-async def test_misbehave_chatty_and_duplicate_invent_events_and_deliveries(driver, stream, embedded_server):
-    """chatty-missed-heartbeat invents an event every 100 ms while data flows; duplicate-delivery streams twice."""
-    js, name = stream
-    await pull_consumer(js, name, "C")
-    await publish(js, name, 2)
-    await connected(driver, embedded_server.url, "chatty-missed-heartbeat", "duplicate-delivery")
-    await driver.ok("consume", session="s", sub="c", stream=name, consumer="C", idle_heartbeat_s=HEARTBEAT,
-                    expires_s=None, max_messages=None)  # fmt: skip
-    await driver.until(lambda: len(driver.events("c", "missed-heartbeat")) >= 3)
-    assert sequences(driver.deliveries("c")) == [(1, 1), (1, 1), (2, 2), (2, 2)]
-    await driver.ok("stop", sub="c")
-    count = len(driver.events("c"))
-    await driver.settle(0.3)
-    assert len(driver.events("c")) == count  # a stopped consumption is not chatty
-
-
-@pytest.mark.asyncio
-async def test_misbehave_drop_deliveries_after_reset(driver, stream, embedded_server):
-    """drop-deliveries-after-reset: after the ordered consumer's reset, the driver streams none of its messages."""
-    js, name = stream
-    await publish(js, name, 2)
-    await connected(driver, embedded_server.url, "drop-deliveries-after-reset")
-    await ordered(driver, name)
-    await driver.until(lambda: len(driver.deliveries("o")) == 2)
-    await js.delete_consumer(name, driver.deliveries("o")[0]["consumer"])
-    await driver.until(lambda: driver.events("o", "reset"))
-    await publish(js, name, 2)
-    await driver.settle(0.5)
-    assert sequences(driver.deliveries("o")) == [(1, 1), (2, 2)]
-
-
-@pytest.mark.asyncio
-async def test_close_stops_the_sessions_consumptions_and_forgets_the_session(driver, stream, embedded_server):
-    """After close nothing more streams for its subs, and the session's name is unknown again (`invalid`)."""
-    js, name = stream
-    await pull_consumer(js, name, "C")
-    await connected(driver, embedded_server.url)
-    await driver.ok("consume", session="s", sub="c", stream=name, consumer="C", idle_heartbeat_s=HEARTBEAT,
-                    expires_s=None, max_messages=None)  # fmt: skip
-    await publish(js, name, 1)
-    await driver.until(lambda: len(driver.deliveries("c")) == 1)
-    await driver.ok("close", session="s")
-    await publish(js, name, 1)
-    await driver.settle(0.3)
-    assert len(driver.deliveries("c")) == 1 and driver.events("c") == []
-    after = await driver.call("fetch", session="s", stream=name, consumer="C", batch=1, expires_s=1.0,
-                              idle_heartbeat_s=None)  # fmt: skip
-    assert after["error"]["kind"] == "invalid"
-    assert (await driver.call("stop", sub="c"))["error"]["kind"] == "invalid"
+    await push_delivers(driver, js, name, embedded_server.url)
 
 
 @pytest.mark.asyncio
@@ -335,17 +177,7 @@ async def test_a_durable_queue_push_consumer_is_created_once_and_shared(driver, 
     subject) and the two share the messages."""
     js, name = stream
     await connected(driver, embedded_server.url)
-    for sub in ("m1", "m2"):
-        await driver.ok("push", session="s", sub=sub, stream=name, subject=f"{name}.>", idle_heartbeat_s=None,
-                        durable="Q", queue="Q", inactive_threshold_s=None)  # fmt: skip
-        if sub == "m1":
-            first = (await js.consumer_info(name, "Q")).config
-    config = (await js.consumer_info(name, "Q")).config
-    assert (config.deliver_group, config.deliver_subject) == ("Q", first.deliver_subject)
-    await publish(js, name, 10)
-    await driver.until(lambda: len(driver.deliveries("m1")) + len(driver.deliveries("m2")) == 10)
-    seqs = sorted(d["stream_seq"] for sub in ("m1", "m2") for d in driver.deliveries(sub))
-    assert seqs == list(range(1, 11))
+    await durable_queue_shared(driver, js, name)
 
 
 # ---- v3: watch ------------------------------------------------------------------------------------------------
@@ -360,12 +192,7 @@ class TestWatch(WatchContract):
 
     @pytest.mark.asyncio
     async def test_obj_watch_streams_the_objects_then_null_then_changes(self, driver, bucket, embedded_server):
-        await connected(driver, embedded_server.url)
-        obj = {"bucket": bucket}
-        await driver.ok("obj_create", session="s", obj=obj)
-        await driver.ok("obj_put", session="s", obj=obj | {"name": "x", "data_b64": "eA==", "chunk_size": None})
-        watch = {"sub": "w", "include_history": False, "updates_only": False, "ignore_deletes": False}
-        assert await driver.ok("obj_watch", session="s", obj=obj | watch) == {}
+        obj = await obj_watch_of_x(driver, bucket, embedded_server.url)
         await driver.until(lambda: None in watched(driver))
         await driver.ok("obj_put", session="s", obj=obj | {"name": "y", "data_b64": "eQ==", "chunk_size": None})
         await driver.ok("obj_delete", session="s", obj=obj | {"name": "x"})

@@ -7,7 +7,6 @@ the connection's ErrorListener when the wire stalls, and the misbehave modes the
 
 from __future__ import annotations
 
-import base64
 import re
 import shutil
 import subprocess
@@ -15,58 +14,63 @@ import uuid
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 from nats.js import api
 
-from .driver_contract import WAIT_S as WAIT
-from .driver_contract import (  # noqa: F401 (fixtures)
-    PipeDriver,
+from .driver_contract import (
+    PULL_HEARTBEAT,
+    PullDriverContract,
     WatchContract,
     connected,
+    durable_queue_shared,
+    eight_in_order_then_stopped,
     kv_bucket,
     kv_watch_request,
+    missed_heartbeat_of_a_stall,
+    obj_watch_of_x,
     ordered,
+    ordered_five,
     publish,
-    pull_consumer,
     put,
-    running,
-    sequences,
     watched,
 )
+from .driver_contract import WAIT_S as WAIT
 
 DRIVER_DIR = Path(__file__).resolve().parents[2] / "conformance" / "clients" / "drivers" / "java"
 JAVA, MVN = shutil.which("java"), shutil.which("mvn")
-HEARTBEAT = 0.5  # the smallest jnats gets: half its smallest expiry (1 s)
+HEARTBEAT = PULL_HEARTBEAT  # the smallest jnats gets: half its smallest expiry (1 s)
 
 
 @pytest.fixture(scope="module")
-def driver_jar(tmp_path_factory) -> Path:
+def driver_command(tmp_path_factory) -> tuple[str, ...]:
     if JAVA is None or MVN is None:
         pytest.skip("java or mvn is not installed: the jnats driver cannot be built")
     staging = tmp_path_factory.mktemp("java-driver")
     shutil.copytree(DRIVER_DIR, staging, ignore=shutil.ignore_patterns("target"), dirs_exist_ok=True)
     build = subprocess.run([MVN, "-q", "-B", "package"], cwd=staging, capture_output=True, text=True, timeout=600)
     assert build.returncode == 0, build.stdout + build.stderr
-    return staging / "target" / "driver.jar"
+    return JAVA, "-jar", str(staging / "target" / "driver.jar")
 
 
-@pytest_asyncio.fixture
-async def driver(driver_jar):
-    async with running(JAVA, "-jar", str(driver_jar)) as d:
-        yield d
+class TestPullDriver(PullDriverContract):
+    client, runtime = "jnats", "java 17"
+    ops = frozenset(
+        {"hello", "connect", "close", "ping", "ordered", "push", "consume", "fetch", "stop", "misbehave", "shutdown"}
+        | {"kv_put", "kv_watch", "obj_put", "obj_watch", "load_publish", "load_stop"}
+    )
+    swallowed_stall_s = 6 * HEARTBEAT  # jnats' heartbeat alarm fires after 3 intervals
+    only_heartbeat_events = False  # jnats streams the held wire's other statuses too
+    malformed_is_invalid = False  # the driver reads {"op": 3} as an op it does not know: `unsupported`
+    pull_request_heartbeats = ((1.0, None, 1.0),)
+
+    def pinned_version(self) -> str:
+        """The jnats release the pom pins (Nats.CLIENT_VERSION)."""
+        return re.search(r"<jnats.version>(\S+)</jnats.version>", (DRIVER_DIR / "pom.xml").read_text()).group(1)
 
 
 @pytest.mark.asyncio
-async def test_hello_names_jnats_at_the_version_the_pom_pins(driver):
-    """hello reports jnats and the exact release built in (Nats.CLIENT_VERSION), the Java runtime and its ops."""
-    pinned = re.search(r"<jnats.version>(\S+)</jnats.version>", (DRIVER_DIR / "pom.xml").read_text()).group(1)
-    hello = await driver.ok("hello")
-    assert (hello["protocol"], hello["client"], hello["version"]) == (3, "jnats", pinned)
-    assert hello["runtime"].startswith("java 17") and hello["mono_ns"] > 0
-    v1 = {"hello", "connect", "close", "ping", "ordered", "push", "consume", "fetch", "stop", "misbehave", "shutdown"}
-    assert set(hello["ops"]) >= v1 | {"kv_put", "kv_watch", "obj_put", "obj_watch", "load_publish", "load_stop"}
-    assert "publish_retrying" not in hello["ops"]  # jnats has no publish retries
-    assert (await driver.call("no_such_op"))["error"]["kind"] == "unsupported"
+async def test_hello_lists_no_publish_retries(driver):
+    """jnats has no publish retries: hello leaves publish_retrying out."""
+    assert "publish_retrying" not in (await driver.ok("hello"))["ops"]
 
 
 @pytest.mark.asyncio
@@ -76,24 +80,14 @@ async def test_ordered_consumer_delivers_in_order_and_recreates_after_its_consum
     """jnats' ordered consumer (a pull consumer) resumes on a new consumer after a delete: the driver streams a
     `reset` for the new name, and nothing is lost or repeated."""
     js, name = stream
-    await publish(js, name, 5)
-    await connected(driver, embedded_server.url)
-    assert (await ordered(driver, name))["result"] == {"effective_idle_heartbeat_s": HEARTBEAT}
-    await driver.until(lambda: len(driver.deliveries("o")) == 5)
-    first = driver.deliveries("o")[0]["consumer"]
-    assert base64.b64decode(driver.deliveries("o")[0]["payload_b64"]) == b"m0"
-    (info,) = await js.consumers_info(name)
+    first, info = await ordered_five(driver, js, name, embedded_server.url)
     assert (info.name, info.config.ack_policy, info.config.max_deliver) == (first, api.AckPolicy.NONE, 1)
 
     await js.delete_consumer(name, first)
     await driver.until(lambda: driver.events("o", "reset"), timeout=3 * WAIT)
     await publish(js, name, 3)
     await driver.until(lambda: len(driver.deliveries("o")) == 8)
-    assert sequences(driver.deliveries("o")) == [(n, n) for n in range(1, 6)] + [(6, 1), (7, 2), (8, 3)]
-    await driver.ok("stop", sub="o")
-    await publish(js, name, 1)
-    await driver.settle(0.3)
-    assert len(driver.deliveries("o")) == 8
+    await eight_in_order_then_stopped(driver, js, name)
 
 
 @pytest.mark.asyncio
@@ -113,34 +107,9 @@ async def test_a_heartbeat_under_the_clients_minimum_is_refused(driver, stream, 
 async def test_a_stall_is_reported_by_the_heartbeat_alarm_after_three_intervals(driver, stream, proxy):
     """With every server byte held, jnats' ErrorListener.heartbeatAlarm fires after 3 heartbeat intervals."""
     js, name = stream
-    await pull_consumer(js, name, "C")
-    await connected(driver, proxy.url)
-    consume = await driver.ok("consume", session="s", sub="c", stream=name, consumer="C", idle_heartbeat_s=HEARTBEAT,
-                              expires_s=None, max_messages=None)  # fmt: skip
-    assert consume == {"effective_idle_heartbeat_s": HEARTBEAT}
-    await publish(js, name, 2)
-    await driver.until(lambda: len(driver.deliveries("c")) == 2)
-    proxy.stall()
-    await driver.until(lambda: driver.events("c", "missed-heartbeat"))
-    assert driver.events("c", "missed-heartbeat")[0]["detail"].startswith("ErrorListener.heartbeatAlarm")
+    assert (await missed_heartbeat_of_a_stall(driver, js, name, proxy)).startswith("ErrorListener.heartbeatAlarm")
     proxy.release()
     assert driver.events("c", "terminal") == []
-
-
-@pytest.mark.asyncio
-async def test_a_fetch_with_fewer_messages_ends_at_its_expiry_as_a_timeout(driver, stream, embedded_server):
-    """jnats' nextMessage() returns null when the fetch expired: the driver reports kind `timeout`."""
-    js, name = stream
-    await pull_consumer(js, name, "F")
-    await publish(js, name, 2)
-    await connected(driver, embedded_server.url)
-    result = await driver.ok("fetch", session="s", stream=name, consumer="F", batch=5, expires_s=1.0,
-                             idle_heartbeat_s=None)  # fmt: skip
-    assert sequences(result["deliveries"]) == [(1, 1), (2, 2)]
-    assert result["error"]["kind"] == "timeout" and 0.9 < result["took_s"] < 3.0
-    missing = await driver.call("fetch", session="s", stream=name, consumer="NOPE", batch=1, expires_s=1.0,
-                                idle_heartbeat_s=None)  # fmt: skip
-    assert (missing["error"]["kind"], missing["error"]["code"], missing["error"]["err_code"]) == ("api", 404, 10014)
 
 
 @pytest.mark.asyncio
@@ -153,69 +122,10 @@ async def test_push_and_a_durable_queue_bound_by_a_second_member(driver, stream,
     refused = await driver.call("push", session="s", sub="hb", stream=name, subject=f"{name}.>", idle_heartbeat_s=1.0,
                                 durable="H", queue="H", inactive_threshold_s=None)  # fmt: skip
     assert refused["error"]["kind"] == "invalid" and "SUB-90006" in refused["error"]["message"]
-    for sub in ("m1", "m2"):
-        await driver.ok("push", session="s", sub=sub, stream=name, subject=f"{name}.>", idle_heartbeat_s=None,
-                        durable="Q", queue="Q", inactive_threshold_s=None)  # fmt: skip
-        if sub == "m1":
-            first = (await js.consumer_info(name, "Q")).config
-    config = (await js.consumer_info(name, "Q")).config
-    assert (config.deliver_group, config.deliver_subject) == ("Q", first.deliver_subject)
-    await publish(js, name, 10)
-    await driver.until(lambda: len(driver.deliveries("m1")) + len(driver.deliveries("m2")) == 10)
-    assert sorted(d["stream_seq"] for s in ("m1", "m2") for d in driver.deliveries(s)) == list(range(1, 11))
+    await durable_queue_shared(driver, js, name)
     other = await driver.call("push", session="s", sub="m3", stream=name, subject=f"{name}.>", idle_heartbeat_s=None,
                               durable="Q", queue="OTHER", inactive_threshold_s=None)  # fmt: skip
     assert other["error"]["kind"] == "invalid", other
-
-
-@pytest.mark.asyncio
-@pytest.mark.parametrize("mode", ["swallow-missed-heartbeat", "terminal-on-missed-heartbeat"])
-async def test_misbehave_changes_what_a_stall_reports(driver, stream, proxy, mode):
-    js, name = stream
-    await pull_consumer(js, name, "C")
-    await connected(driver, proxy.url, mode)
-    await driver.ok("consume", session="s", sub="c", stream=name, consumer="C", idle_heartbeat_s=HEARTBEAT,
-                    expires_s=None, max_messages=None)  # fmt: skip
-    proxy.stall()
-    if mode == "swallow-missed-heartbeat":
-        await driver.settle(6 * HEARTBEAT)
-        assert driver.events("c", "missed-heartbeat") == []
-    else:
-        await driver.until(lambda: driver.events("c", "terminal"))
-        assert [e["kind"] for e in driver.events("c")][:2] == ["missed-heartbeat", "terminal"]
-    proxy.release()
-
-
-@pytest.mark.asyncio
-async def test_misbehave_chatty_and_duplicate_invent_events_and_deliveries(driver, stream, embedded_server):
-    js, name = stream
-    await pull_consumer(js, name, "C")
-    await publish(js, name, 2)
-    await connected(driver, embedded_server.url, "chatty-missed-heartbeat", "duplicate-delivery")
-    await driver.ok("consume", session="s", sub="c", stream=name, consumer="C", idle_heartbeat_s=HEARTBEAT,
-                    expires_s=None, max_messages=None)  # fmt: skip
-    await driver.until(lambda: len(driver.events("c", "missed-heartbeat")) >= 3)
-    assert sequences(driver.deliveries("c")) == [(1, 1), (1, 1), (2, 2), (2, 2)]
-    await driver.ok("stop", sub="c")
-    count = len(driver.events("c"))
-    await driver.settle(0.3)
-    assert len(driver.events("c")) == count
-
-
-@pytest.mark.asyncio
-async def test_close_stops_the_sessions_consumptions_and_forgets_the_session(driver, stream, embedded_server):
-    js, name = stream
-    await pull_consumer(js, name, "C")
-    await connected(driver, embedded_server.url)
-    await driver.ok("consume", session="s", sub="c", stream=name, consumer="C", idle_heartbeat_s=HEARTBEAT,
-                    expires_s=None, max_messages=None)  # fmt: skip
-    await publish(js, name, 1)
-    await driver.until(lambda: len(driver.deliveries("c")) == 1)
-    await driver.ok("close", session="s")
-    await publish(js, name, 1)
-    await driver.settle(0.3)
-    assert len(driver.deliveries("c")) == 1
-    assert (await driver.call("stop", sub="c"))["error"]["kind"] == "invalid"
 
 
 @pytest.mark.asyncio
@@ -232,28 +142,6 @@ async def test_kv_misbehave_modes_misreport(driver, embedded_server):
     nc = await embedded_server.connect()
     await nc.jetstream().delete_stream(f"KV_{bucket}")
     await nc.close()
-
-
-@pytest.mark.asyncio
-async def test_load_publish_logs_every_publish_before_load_stop_answers(driver, stream, embedded_server):
-    """A closed-loop load_publish: every publish is one row (acked with its stream sequence) before the answer."""
-    js, name = stream
-    await connected(driver, embedded_server.url)
-    started = await driver.ok("load_publish", session="s", sub="l", subject=f"{name}.l", payload_size=16, rate=0,
-                              max_inflight=32, batch_ms=50, stamp=True)  # fmt: skip
-    assert started["started_ns"] > 0
-    await driver.until(lambda: any(r["type"] == "load" for r in driver.records))
-    counts = await driver.ok("load_stop", sub="l", at_ns=None)
-    rows = []
-    for record in (r for r in driver.records if r["type"] == "load"):
-        raw = base64.b64decode(record["rows_b64"])
-        rows += [int.from_bytes(raw[i : i + 8], "little", signed=True) for i in range(0, len(raw), 8)]
-    assert len(rows) == 6 * counts["ops"] and counts["ops"] == counts["acked"] > 0
-    assert sorted(rows[3::6]) == list(range(1, counts["ops"] + 1))
-    assert (await js.stream_info(name)).state.messages == counts["ops"]
-
-
-# ---- v3: watch ------------------------------------------------------------------------------------------------
 
 
 class TestWatch(WatchContract):
@@ -276,12 +164,7 @@ class TestWatch(WatchContract):
 
     @pytest.mark.asyncio
     async def test_obj_watch_streams_the_objects_then_null_then_changes(self, driver, bucket, embedded_server):
-        await connected(driver, embedded_server.url)
-        obj = {"bucket": bucket}
-        await driver.ok("obj_create", session="s", obj=obj)
-        await driver.ok("obj_put", session="s", obj=obj | {"name": "x", "data_b64": "eA==", "chunk_size": None})
-        watch = {"sub": "w", "include_history": False, "updates_only": False, "ignore_deletes": False}
-        assert await driver.ok("obj_watch", session="s", obj=obj | watch) == {}
+        obj = await obj_watch_of_x(driver, bucket, embedded_server.url)
         await driver.until(lambda: None in watched(driver))
         await driver.ok("obj_put", session="s", obj=obj | {"name": "y", "data_b64": "eQ==", "chunk_size": None})
         await driver.until(lambda: len(watched(driver)) == 3)

@@ -8,35 +8,33 @@ suite's proofs rely on.
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import json
 import re
 import shutil
 import uuid
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 from nats.js import api
 
 from jetcheck.conformance.clients.build import rust_driver
 
-from ..conftest import VENDOR_PASSWORD
 from .driver_contract import (
     SESSION,
-    PipeDriver,
+    PullDriverContract,
     WatchContract,
     connected,
+    eight_in_order_then_stopped,
     kv_bucket,
     kv_watch,
     kv_watch_request,
+    load_rows,
+    missed_heartbeat_of_a_stall,
+    obj_watch_of_x,
     ordered,
+    ordered_five,
     publish,
-    pull_consumer,
+    push_delivers,
     put,
-    running,
-    sequences,
     watched,
 )
 from .driver_contract import WAIT_S as WAIT
@@ -51,60 +49,27 @@ pytestmark = pytest.mark.timeout(1200)
 
 
 @pytest.fixture(scope="module")
-def driver_binary() -> Path:
+def driver_command() -> tuple[str, ...]:
     """The driver as jetcheck builds it (build.rust_driver: --locked, into the cache keyed by the sources' digest,
     so only a changed driver is compiled again)."""
     if CARGO is None:
         pytest.skip("cargo is not installed: the async-nats driver cannot be built")
-    return Path(rust_driver()[0])
+    return (rust_driver()[0],)
 
 
-@pytest_asyncio.fixture
-async def driver(driver_binary):
-    async with running(str(driver_binary)) as d:
-        yield d
+class TestPullDriver(PullDriverContract):
+    client, runtime = "async-nats", "rustc 1."
+    ops = frozenset(
+        {"hello", "connect", "close", "ping", "ordered", "push", "consume", "fetch", "stop", "misbehave", "shutdown"}
+        | {"kv_put", "kv_watch", "obj_put", "obj_watch", "load_publish", "load_stop"}
+    )
+    reset_shows_with_a_delivery = True  # the ordered consumer recreates its consumer without a word (see below)
+    # Consumer::stream() asks for no heartbeat unless given one, unlike Consumer::messages()
+    pull_request_heartbeats = ((1.0, None, 1.0), (None, 2.0, None), (None, None, None))
 
-
-async def consume(driver: PipeDriver, stream: str, heartbeat: float | None = HEARTBEAT, **more) -> dict:
-    return await driver.ok("consume", session="s", sub="c", stream=stream, consumer="C", idle_heartbeat_s=heartbeat,
-                           **{"expires_s": None, "max_messages": None, **more})  # fmt: skip
-
-
-@pytest.mark.asyncio
-async def test_hello_names_async_nats_at_the_version_cargo_lock_pins(driver):
-    """hello reports the client and the exact crate version built in, the rustc that built it and its ops."""
-    pinned = re.search(r'name = "async-nats"\nversion = "([^"]+)"', (DRIVER_DIR / "Cargo.lock").read_text()).group(1)
-    hello = await driver.ok("hello")
-    assert (hello["protocol"], hello["client"], hello["version"]) == (3, "async-nats", pinned)
-    assert hello["runtime"].startswith("rustc 1.") and hello["mono_ns"] > 0
-    v1 = {"hello", "connect", "close", "ping", "ordered", "push", "consume", "fetch", "stop", "misbehave", "shutdown"}
-    assert set(hello["ops"]) >= v1 | {"kv_put", "kv_watch", "obj_put", "obj_watch", "load_publish", "load_stop"}
-    unknown = await driver.call("no_such_op")
-    assert unknown["error"]["kind"] == "unsupported"
-    malformed = await driver.request({"op": 3})
-    assert malformed["error"]["kind"] == "invalid"
-
-
-@pytest.mark.asyncio
-async def test_credentials_reach_the_client_and_never_its_log(driver_binary, vendor_server):
-    """user/password and the CA arrive in connect; a wrong password is a `connection` error; stderr stays clean."""
-    server, directory = vendor_server
-    proc = await asyncio.create_subprocess_exec(
-        str(driver_binary), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    driver = PipeDriver(proc)
-    credentials = {"user": "vendor", "password": VENDOR_PASSWORD, "tls_ca": str(directory / "ca.pem")}
-    await driver.ok("connect", session="good", url=server.url, credentials=credentials, reconnect_wait_s=0.1)
-    await driver.ok("ping", session="good")
-    wrong = {**credentials, "password": "not-" + VENDOR_PASSWORD}
-    refused = await driver.call("connect", session="bad", url=server.url, credentials=wrong, reconnect_wait_s=0.1)
-    assert refused["error"]["kind"] == "connection", refused
-    await driver.ok("shutdown")
-    assert await asyncio.wait_for(proc.wait(), WAIT) == 0
-    log = (await proc.stderr.read()).decode()
-    assert "session good: connected" in log
-    assert VENDOR_PASSWORD not in log and VENDOR_PASSWORD not in refused["error"]["message"]
+    def pinned_version(self) -> str:
+        """The async-nats version Cargo.lock pins."""
+        return re.search(r'name = "async-nats"\nversion = "([^"]+)"', (DRIVER_DIR / "Cargo.lock").read_text()).group(1)
 
 
 @pytest.mark.asyncio
@@ -114,26 +79,15 @@ async def test_ordered_consumer_delivers_in_order_and_recreates_after_its_consum
     """async-nats's ordered pull consumer recreates a deleted consumer as <name>_1 without telling the application:
     the driver streams a `reset` when the new name shows, and nothing is lost or repeated."""
     js, name = stream
-    await publish(js, name, 5)
-    await connected(driver, embedded_server.url)
-    assert (await ordered(driver, name))["result"] == {"effective_idle_heartbeat_s": HEARTBEAT}
-    await driver.until(lambda: len(driver.deliveries("o")) == 5)
-    first = driver.deliveries("o")[0]["consumer"]
-    assert base64.b64decode(driver.deliveries("o")[0]["payload_b64"]) == b"m0"
-    (info,) = await js.consumers_info(name)
+    first, info = await ordered_five(driver, js, name, embedded_server.url)
     assert (info.name, info.config.ack_policy, info.config.max_deliver) == (first, api.AckPolicy.NONE, 1)
 
     await js.delete_consumer(name, first)
     await publish(js, name, 3)
     await driver.until(lambda: len(driver.deliveries("o")) == 8)
     assert driver.events("o", "reset") and driver.events("o", "error") == []
-    assert sequences(driver.deliveries("o")) == [(n, n) for n in range(1, 6)] + [(6, 1), (7, 2), (8, 3)]
     assert {d["consumer"] for d in driver.deliveries("o")[5:]} == {f"{first}_1"}
-
-    await driver.ok("stop", sub="o")
-    await publish(js, name, 1)
-    await driver.settle(0.3)
-    assert len(driver.deliveries("o")) == 8
+    await eight_in_order_then_stopped(driver, js, name)
 
 
 @pytest.mark.asyncio
@@ -154,14 +108,7 @@ async def test_a_stalled_wire_is_reported_as_missed_heartbeats_by_consume(driver
     """With the server's bytes held, the pull stream yields MissingHeartbeat after 2 heartbeats; after the stall
     messages flow again."""
     js, name = stream
-    await pull_consumer(js, name, "C")
-    await connected(driver, proxy.url)
-    assert await consume(driver, name) == {"effective_idle_heartbeat_s": HEARTBEAT}
-    await publish(js, name, 2)
-    await driver.until(lambda: len(driver.deliveries("c")) == 2)
-    proxy.stall()
-    await driver.until(lambda: driver.events("c", "missed-heartbeat"))
-    assert "MissingHeartbeat" in driver.events("c", "missed-heartbeat")[0]["detail"]
+    assert "MissingHeartbeat" in await missed_heartbeat_of_a_stall(driver, js, name, proxy)
     proxy.release()
     await publish(js, name, 1)
     await driver.until(lambda: len(driver.deliveries("c")) == 3, timeout=3 * WAIT)
@@ -169,50 +116,10 @@ async def test_a_stalled_wire_is_reported_as_missed_heartbeats_by_consume(driver
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize(("asked", "expires_s", "effective"), [(1.0, None, 1.0), (None, 2.0, None), (None, None, None)])
-async def test_consume_reports_the_heartbeat_its_pull_requests_ask_for(
-    driver, stream, embedded_server, asked, expires_s, effective
-):
-    """consume's effective_idle_heartbeat_s is the idle_heartbeat of the pull requests the client sends: none unless
-    one is given (Consumer::stream() has no default heartbeat, unlike Consumer::messages())."""
-    js, name = stream
-    await pull_consumer(js, name, "C")
-    watcher = await embedded_server.connect()
-    pull_requests = await watcher.subscribe(f"$JS.API.CONSUMER.MSG.NEXT.{name}.C")
-    await connected(driver, embedded_server.url)
-    started = await consume(driver, name, asked, expires_s=expires_s)
-    request = json.loads((await pull_requests.next_msg(timeout=WAIT)).data)
-    await watcher.close()
-    assert started == {"effective_idle_heartbeat_s": effective}
-    assert request.get("idle_heartbeat", 0) == (effective or 0) * 1e9
-
-
-@pytest.mark.asyncio
-async def test_a_fetch_with_fewer_messages_ends_at_its_expiry_as_a_timeout(driver, stream, embedded_server):
-    """async-nats ends an expired fetch (Batch) with no error: the driver reports kind `timeout`."""
-    js, name = stream
-    await pull_consumer(js, name, "F")
-    await publish(js, name, 2)
-    await connected(driver, embedded_server.url)
-    result = await driver.ok("fetch", session="s", stream=name, consumer="F", batch=5, expires_s=1.0,
-                             idle_heartbeat_s=None)  # fmt: skip
-    assert sequences(result["deliveries"]) == [(1, 1), (2, 2)]
-    assert result["error"]["kind"] == "timeout" and 0.9 < result["took_s"] < 3.0
-    missing = await driver.call("fetch", session="s", stream=name, consumer="NOPE", batch=1, expires_s=1.0,
-                                idle_heartbeat_s=None)  # fmt: skip
-    assert (missing["error"]["kind"], missing["error"]["code"], missing["error"]["err_code"]) == ("api", 404, 10014)
-
-
-@pytest.mark.asyncio
 async def test_push_consumers_deliver_and_a_durable_queue_consumer_is_shared(driver, stream, embedded_server):
     """`push` creates a push consumer; with durable and queue a second member binds the first one's consumer."""
     js, name = stream
-    await publish(js, name, 2)
-    await connected(driver, embedded_server.url)
-    result = await driver.ok("push", session="s", sub="p", stream=name, subject=f"{name}.>", idle_heartbeat_s=1.0)
-    await driver.until(lambda: len(driver.deliveries("p")) == 2)
-    assert {d["consumer"] for d in driver.deliveries("p")} == {result["consumer"]}
-    assert result["effective_idle_heartbeat_s"] == 1.0
+    await push_delivers(driver, js, name, embedded_server.url)
     for sub in ("m1", "m2"):
         await driver.ok("push", session="s", sub=sub, stream=name, subject=f"{name}.>", idle_heartbeat_s=None,
                         durable="Q", queue="Q", inactive_threshold_s=None)  # fmt: skip
@@ -221,83 +128,6 @@ async def test_push_consumers_deliver_and_a_durable_queue_consumer_is_shared(dri
     assert other["error"]["kind"] == "unsupported"  # messages() always joins the consumer's own group
     await publish(js, name, 10)
     await driver.until(lambda: len(driver.deliveries("m1")) + len(driver.deliveries("m2")) == 12)
-
-
-@pytest.mark.asyncio
-@pytest.mark.parametrize("mode", ["swallow-missed-heartbeat", "terminal-on-missed-heartbeat"])
-async def test_misbehave_changes_what_a_stall_reports(driver, stream, proxy, mode):
-    js, name = stream
-    await pull_consumer(js, name, "C")
-    await connected(driver, proxy.url, mode)
-    await consume(driver, name)
-    proxy.stall()
-    if mode == "swallow-missed-heartbeat":
-        await driver.settle(4 * HEARTBEAT)
-        assert driver.events("c") == []
-    else:
-        await driver.until(lambda: driver.events("c", "terminal"))
-        assert [e["kind"] for e in driver.events("c")] == ["missed-heartbeat", "terminal"]
-    proxy.release()
-
-
-@pytest.mark.asyncio
-async def test_misbehave_chatty_and_duplicate_invent_events_and_deliveries(driver, stream, embedded_server):
-    js, name = stream
-    await pull_consumer(js, name, "C")
-    await publish(js, name, 2)
-    await connected(driver, embedded_server.url, "chatty-missed-heartbeat", "duplicate-delivery")
-    await consume(driver, name)
-    await driver.until(lambda: len(driver.events("c", "missed-heartbeat")) >= 3)
-    assert sequences(driver.deliveries("c")) == [(1, 1), (1, 1), (2, 2), (2, 2)]
-    await driver.ok("stop", sub="c")
-    count = len(driver.events("c"))
-    await driver.settle(0.3)
-    assert len(driver.events("c")) == count
-
-
-@pytest.mark.asyncio
-async def test_misbehave_drop_deliveries_after_reset(driver, stream, embedded_server):
-    js, name = stream
-    await publish(js, name, 2)
-    await connected(driver, embedded_server.url, "drop-deliveries-after-reset")
-    await ordered(driver, name)
-    await driver.until(lambda: len(driver.deliveries("o")) == 2)
-    await js.delete_consumer(name, driver.deliveries("o")[0]["consumer"])
-    await publish(js, name, 2)
-    await driver.until(lambda: driver.events("o", "reset"))
-    await driver.settle(0.5)
-    assert sequences(driver.deliveries("o")) == [(1, 1), (2, 2)]
-
-
-@pytest.mark.asyncio
-async def test_close_stops_the_sessions_consumptions_and_forgets_the_session(driver, stream, embedded_server):
-    js, name = stream
-    await pull_consumer(js, name, "C")
-    await connected(driver, embedded_server.url)
-    await consume(driver, name)
-    await publish(js, name, 1)
-    await driver.until(lambda: len(driver.deliveries("c")) == 1)
-    await driver.ok("close", session="s")
-    await publish(js, name, 1)
-    await driver.settle(0.3)
-    assert len(driver.deliveries("c")) == 1 and driver.events("c") == []
-    assert (await driver.call("stop", sub="c"))["error"]["kind"] == "invalid"
-
-
-@pytest.mark.asyncio
-async def test_load_publish_streams_a_row_per_acked_publish_before_load_stop_answers(driver, stream, embedded_server):
-    """A closed-loop load_publish run: every publish acked, in rows of six int64s, all before load_stop's answer."""
-    js, name = stream
-    await connected(driver, embedded_server.url)
-    started = await driver.ok("load_publish", session="s", sub="l", subject=f"{name}.a", payload_size=16, rate=0,
-                              max_inflight=50, batch_ms=20, stamp=True)  # fmt: skip
-    assert started["started_ns"] > 0
-    await driver.until(lambda: any(r["type"] == "load" for r in driver.records))
-    counts = await driver.ok("load_stop", sub="l", at_ns=None)
-    rows = [r for r in driver.records if r["type"] == "load" and r["sub"] == "l"]
-    raw = b"".join(base64.b64decode(r["rows_b64"]) for r in rows)
-    assert len(raw) == counts["ops"] * 6 * 8 and counts["ops"] == counts["acked"] > 0
-    assert (await js.stream_info(name)).state.messages == counts["acked"]
 
 
 @pytest.mark.asyncio
@@ -310,8 +140,7 @@ async def test_load_kv_puts_then_gets_the_key_put_last(driver, embedded_server):
                     max_inflight=1, batch_ms=20)  # fmt: skip
     await driver.until(lambda: any(r["type"] == "load" and r["sub"] == "k" for r in driver.records))
     counts = await driver.ok("load_stop", sub="k", at_ns=None)
-    raw = b"".join(base64.b64decode(r["rows_b64"]) for r in driver.records if r["type"] == "load" and r["sub"] == "k")
-    rows = [int.from_bytes(raw[i : i + 8], "little", signed=True) for i in range(0, len(raw), 8)]
+    rows = load_rows(driver, "k")
     ops = [rows[i] for i in range(0, len(rows), 8)]
     assert counts["ops"] == counts["ok"] == len(ops) >= 2 and counts["failed"] == 0
     assert ops[:2] == [0, 1]  # a put, then a get of the key it put
@@ -358,12 +187,7 @@ class TestWatch(WatchContract):
         self, driver, bucket, embedded_server
     ):
         """ObjectStore::watch_with_history() yields bare infos: no end-of-initial-data record."""
-        await connected(driver, embedded_server.url)
-        obj = {"bucket": bucket}
-        await driver.ok("obj_create", session=SESSION, obj=obj)
-        await driver.ok("obj_put", session=SESSION, obj=obj | {"name": "x", "data_b64": "eA==", "chunk_size": None})
-        watch = {"sub": "w", "include_history": False, "updates_only": False, "ignore_deletes": False}
-        assert await driver.ok("obj_watch", session=SESSION, obj=obj | watch) == {}
+        obj = await obj_watch_of_x(driver, bucket, embedded_server.url)
         await driver.ok("obj_put", session=SESSION, obj=obj | {"name": "y", "data_b64": "eQ==", "chunk_size": None})
         await driver.ok("obj_delete", session=SESSION, obj=obj | {"name": "x"})
         await driver.until(lambda: len(watched(driver)) == 3)

@@ -80,11 +80,38 @@ type loadRun struct {
 	done    chan struct{} // the collector has logged every publish
 	flushed chan struct{} // the periodic flusher has ended: load_stop's flush is the last record
 	seq     int64
+	opCounts
+}
 
-	ops      int64
-	acked    int64
-	overflow int64
-	failed   int64
+// opCounts are a run's operations: done, never sent (Overflow) and failed; guarded by its rowLog's mu.
+type opCounts struct {
+	ops, done, overflow, failed int64
+}
+
+// count counts an operation that ended as `class` ("" done, overflowClass never sent, anything else failed).
+func (c *opCounts) count(class string) {
+	c.ops++
+	switch class {
+	case "":
+		c.done++
+	case overflowClass:
+		c.overflow++
+	default:
+		c.failed++
+	}
+}
+
+// answer is load_stop's answer: the counts, the done ones under `doneName`.
+func (c *opCounts) answer(doneName string) map[string]any {
+	return map[string]any{"ops": c.ops, doneName: c.done, "overflow": c.overflow, "failed": c.failed}
+}
+
+// recordRow logs one publish-shaped operation (intended, sent, acked, seq, error, code) and counts it.
+func (l *rowLog) recordRow(c *opCounts, intended, sent, acked, seq int64, class string, code int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c.count(class)
+	l.rows = append(l.rows, intended, sent, acked, seq, l.errorNo(class), code)
 }
 
 // loadRunner is a publish or consume run: load_stop stops it, waits for its last rows and answers its counts.
@@ -205,9 +232,7 @@ func (run *loadRun) finish(at int64) map[string]any {
 		close(run.drained) // the collector logs what is still outstanding as unacknowledged
 		<-run.done
 	}
-	return run.last(run.flushed, func() map[string]any {
-		return map[string]any{"ops": run.ops, "acked": run.acked, "overflow": run.overflow, "failed": run.failed}
-	})
+	return run.last(run.flushed, func() map[string]any { return run.answer("acked") })
 }
 
 // schedStop ends a schedule: nothing intended at or after stopAt is started, and stopping wakes it.
@@ -358,18 +383,7 @@ func loadErrorClass(err error) (string, int64) {
 }
 
 func (r *loadRun) record(intended, sent, acked, seq int64, class string, code int64) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.ops++
-	switch class {
-	case "":
-		r.acked++
-	case overflowClass:
-		r.overflow++
-	default:
-		r.failed++
-	}
-	r.rows = append(r.rows, intended, sent, acked, seq, r.errorNo(class), code)
+	r.recordRow(&r.opCounts, intended, sent, acked, seq, class, code)
 }
 
 // flushEvery flushes once per `every` until `done` is closed, then closes `flushed`.

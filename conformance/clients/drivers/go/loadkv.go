@@ -8,7 +8,6 @@ package main
 import (
 	"context"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,22 +26,12 @@ const (
 )
 
 type kvRun struct {
-	rowLog
+	scheduledRun
 	kv      jetstream.KeyValue
 	keys    []string
 	payload []byte
 	rate    float64
-
-	schedStop
-	window   chan struct{} // one token per operation in flight (open loop)
-	inflight sync.WaitGroup
-	done     chan struct{} // the schedule has ended and every operation is logged
-	flushed  chan struct{}
-	lastPut  atomic.Int64 // the key whose put was acknowledged last; -1: none yet
-	ops      int64
-	ok       int64
-	overflow int64
-	failed   int64
+	lastPut atomic.Int64 // the key whose put was acknowledged last; -1: none yet
 }
 
 func (d *driver) loadKV(args loadRequest) (any, error) {
@@ -60,18 +49,11 @@ func (d *driver) loadKV(args loadRequest) (any, error) {
 		return nil, err
 	}
 	run := &kvRun{
-		rowLog: rowLog{d: d, sub: args.Sub, errIndex: map[string]int64{}}, kv: kv, keys: args.Keys,
-		payload: []byte(strings.Repeat("x", args.PayloadSize)), rate: args.Rate, schedStop: newSchedStop(),
-		window: make(chan struct{}, args.MaxInflight), done: make(chan struct{}), flushed: make(chan struct{}),
+		scheduledRun: newScheduledRun(d, args), kv: kv, keys: args.Keys,
+		payload: []byte(strings.Repeat("x", args.PayloadSize)), rate: args.Rate,
 	}
 	run.lastPut.Store(-1)
-	if err := register(args.Sub, run); err != nil {
-		return nil, err
-	}
-	started := wallNs()
-	go run.flushEvery(batchEvery(args.BatchMs), run.done, run.flushed)
-	go run.schedule(started)
-	return map[string]any{"started_ns": started}, nil
+	return run.start(run, args.BatchMs, run.schedule)
 }
 
 // schedule runs operation i at its intended time (open loop, at most max_inflight outstanding, the rest logged as
@@ -135,15 +117,7 @@ func (r *kvRun) one(index, intended int64) {
 func (r *kvRun) record(op, key, intended, sent, done, revision int64, class string, code int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.ops++
-	switch class {
-	case "":
-		r.ok++
-	case overflowClass:
-		r.overflow++
-	default:
-		r.failed++
-	}
+	r.count(class)
 	r.rows = append(r.rows, op, key, intended, sent, done, revision, r.errorNo(class), code)
 }
 
@@ -151,7 +125,5 @@ func (r *kvRun) record(op, key, intended, sent, done, revision int64, class stri
 func (r *kvRun) finish(at int64) map[string]any {
 	r.stop(at)
 	<-r.done
-	return r.last(r.flushed, func() map[string]any {
-		return map[string]any{"ops": r.ops, "ok": r.ok, "overflow": r.overflow, "failed": r.failed}
-	})
+	return r.last(r.flushed, func() map[string]any { return r.answer("ok") })
 }

@@ -27,19 +27,40 @@ const loadRequestTimeout = 10 * time.Second // one increment, or one batch from 
 // requestRun runs one waiting operation per intended time (open loop, at most max_inflight outstanding, the rest
 // logged as Overflow) or one after the other (closed loop), as nats-py's CounterPublisher and BatchPublisher.
 type requestRun struct {
-	rowLog
+	scheduledRun
 	rate float64
 	send func(ctx context.Context) (int64, error) // one operation: its stream sequence, or why it failed
+}
 
+// scheduledRun is what the request and KV runs keep alike: their rows and counts, their schedule's stop, the
+// operations in flight (open loop), and whether the schedule and the flusher have ended.
+type scheduledRun struct {
+	rowLog
+	opCounts
 	schedStop
-	window   chan struct{}
+	window   chan struct{} // one token per operation in flight
 	inflight sync.WaitGroup
 	done     chan struct{} // the schedule has ended and every operation is logged
 	flushed  chan struct{}
-	ops      int64
-	acked    int64
-	overflow int64
-	failed   int64
+}
+
+func newScheduledRun(d *driver, args loadRequest) scheduledRun {
+	return scheduledRun{
+		rowLog: rowLog{d: d, sub: args.Sub, errIndex: map[string]int64{}}, schedStop: newSchedStop(),
+		window: make(chan struct{}, args.MaxInflight), done: make(chan struct{}), flushed: make(chan struct{}),
+	}
+}
+
+// start registers `run` (whose scheduledRun this is) under its sub, then starts the flusher and `schedule`;
+// returns the load op's answer.
+func (r *scheduledRun) start(run loadRunner, batchMs float64, schedule func(started int64)) (any, error) {
+	if err := register(r.sub, run); err != nil {
+		return nil, err
+	}
+	started := wallNs()
+	go r.flushEvery(batchEvery(batchMs), r.done, r.flushed)
+	go schedule(started)
+	return map[string]any{"started_ns": started}, nil
 }
 
 // BatchCountMismatch: the commit's ack counted another number of messages than the batch had.
@@ -138,18 +159,8 @@ func (d *driver) requestSession(op string, args loadRequest) (*session, error) {
 }
 
 func (d *driver) startRequestRun(args loadRequest, send func(context.Context) (int64, error)) (any, error) {
-	run := &requestRun{
-		rowLog: rowLog{d: d, sub: args.Sub, errIndex: map[string]int64{}}, rate: args.Rate, send: send,
-		schedStop: newSchedStop(), window: make(chan struct{}, args.MaxInflight), done: make(chan struct{}),
-		flushed: make(chan struct{}),
-	}
-	if err := register(args.Sub, run); err != nil {
-		return nil, err
-	}
-	started := wallNs()
-	go run.flushEvery(batchEvery(args.BatchMs), run.done, run.flushed)
-	go run.schedule(started)
-	return map[string]any{"started_ns": started}, nil
+	run := &requestRun{scheduledRun: newScheduledRun(d, args), rate: args.Rate, send: send}
+	return run.start(run, args.BatchMs, run.schedule)
 }
 
 func (r *requestRun) schedule(started int64) {
@@ -192,25 +203,12 @@ func (r *requestRun) one(intended int64) {
 }
 
 func (r *requestRun) record(intended, sent, acked, seq int64, class string, code int64) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.ops++
-	switch class {
-	case "":
-		r.acked++
-	case overflowClass:
-		r.overflow++
-	default:
-		r.failed++
-	}
-	r.rows = append(r.rows, intended, sent, acked, seq, r.errorNo(class), code)
+	r.recordRow(&r.opCounts, intended, sent, acked, seq, class, code)
 }
 
 // finish ends the schedule at `at`; the operations in flight end within loadRequestTimeout and are logged.
 func (r *requestRun) finish(at int64) map[string]any {
 	r.stop(at)
 	<-r.done
-	return r.last(r.flushed, func() map[string]any {
-		return map[string]any{"ops": r.ops, "acked": r.acked, "overflow": r.overflow, "failed": r.failed}
-	})
+	return r.last(r.flushed, func() map[string]any { return r.answer("acked") })
 }

@@ -60,6 +60,22 @@ impl Subscription {
         Ok(sub)
     }
 
+    /// `setup` within API_TIMEOUT (`what` names it in the timeout's message); a failure forgets the sub again.
+    pub async fn set_up<T>(
+        &self,
+        what: &str,
+        setup: impl std::future::Future<Output = Result<T, Fail>>,
+    ) -> Result<T, Fail> {
+        let result = match tokio::time::timeout(API_TIMEOUT, setup).await {
+            Ok(result) => result,
+            Err(_) => Err(Fail::new("timeout", format!("{what} took too long"))),
+        };
+        if result.is_err() {
+            self.forget();
+        }
+        result
+    }
+
     pub fn forget(&self) {
         let mut subs = self.d.subs.lock().unwrap();
         if subs.get(&self.id).is_some_and(|s| std::ptr::eq(Arc::as_ptr(s), self)) {
@@ -365,17 +381,7 @@ pub async fn ordered(d: &Arc<Driver>, req: &Value) -> OpResult {
         let messages = consumer.messages().await?;
         Ok::<_, Fail>((name, watch, messages))
     };
-    let (name, watch, mut messages) = match tokio::time::timeout(API_TIMEOUT, setup).await {
-        Ok(Ok(v)) => v,
-        Ok(Err(e)) => {
-            sub.forget();
-            return Err(e);
-        }
-        Err(_) => {
-            sub.forget();
-            return Err(Fail::new("timeout", "creating the ordered consumer took too long"));
-        }
-    };
+    let (name, watch, mut messages) = sub.set_up("creating the ordered consumer", setup).await?;
     sub.set_consumer(&name);
     let runner = sub.clone();
     let task = tokio::spawn(async move {
@@ -440,17 +446,7 @@ pub async fn push(d: &Arc<Driver>, req: &Value) -> OpResult {
         };
         Ok((stream.create_consumer(config).await?, true))
     };
-    let (consumer, created) = match tokio::time::timeout(API_TIMEOUT, setup).await {
-        Ok(Ok(v)) => v,
-        Ok(Err(e)) => {
-            sub.forget();
-            return Err(e);
-        }
-        Err(_) => {
-            sub.forget();
-            return Err(Fail::new("timeout", "creating the push consumer took too long"));
-        }
-    };
+    let (consumer, created) = sub.set_up("creating the push consumer", setup).await?;
     let info = consumer.cached_info().clone();
     let group = info.config.deliver_group.clone().unwrap_or_default();
     if !created && group != queue && !d.mode("bind-any-queue") {
@@ -525,17 +521,7 @@ pub async fn consume(d: &Arc<Driver>, req: &Value) -> OpResult {
         }
         Ok::<_, Fail>((watch, builder.messages().await?))
     };
-    let (watch, mut messages) = match tokio::time::timeout(API_TIMEOUT, setup).await {
-        Ok(Ok(v)) => v,
-        Ok(Err(e)) => {
-            sub.forget();
-            return Err(e);
-        }
-        Err(_) => {
-            sub.forget();
-            return Err(Fail::new("timeout", "starting the consumption took too long"));
-        }
-    };
+    let (watch, mut messages) = sub.set_up("starting the consumption", setup).await?;
     sub.set_consumer(&name);
     let runner = sub.clone();
     let task = tokio::spawn(async move {

@@ -41,6 +41,18 @@ struct RowLog {
 }
 
 impl RowLog {
+    /// Counts an operation that ended as `class` ("" done, OVERFLOW never sent, anything else failed); returns the
+    /// class's number for its row.
+    fn count(&mut self, class: &str) -> i64 {
+        self.ops += 1;
+        match class {
+            "" => self.acked += 1,
+            OVERFLOW => self.overflow += 1,
+            _ => self.failed += 1,
+        }
+        self.error_no(class)
+    }
+
     fn error_no(&mut self, class: &str) -> i64 {
         if class.is_empty() {
             return 0;
@@ -55,15 +67,100 @@ impl RowLog {
     }
 }
 
-pub struct PublishRun {
+/// What every run keeps: where its records go, its row log, when it stops, and the task that flushes the log.
+struct Logged {
     d: Arc<Driver>,
     sub: String,
     log: Mutex<RowLog>,
     stop_at: AtomicI64,
+    flusher: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    with_subjects: bool, // consume runs name the subjects their rows count
+}
+
+impl Logged {
+    fn new(d: &Arc<Driver>, sub: &str, with_subjects: bool) -> Self {
+        Logged {
+            d: d.clone(),
+            sub: sub.to_string(),
+            log: Mutex::default(),
+            stop_at: AtomicI64::new(NEVER),
+            flusher: Mutex::default(),
+            with_subjects,
+        }
+    }
+
+    fn stop_at(&self) -> i64 {
+        self.stop_at.load(Ordering::SeqCst)
+    }
+
+    /// Writes the rows logged since the last flush as one load record (none without any).
+    fn flush(&self) {
+        let (rows, errors, subjects) = {
+            let mut log = self.log.lock().unwrap();
+            let subjects = self.with_subjects.then(|| log.subjects.clone());
+            (std::mem::take(&mut log.rows), log.errors.clone(), subjects)
+        };
+        if rows.is_empty() {
+            return;
+        }
+        let raw: Vec<u8> = rows.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut record = json!({"type": "load", "sub": self.sub, "rows_b64": b64(&raw), "errors": errors});
+        if let Some(subjects) = subjects {
+            record["subjects"] = json!(subjects);
+        }
+        self.d.out.write(&record);
+    }
+
+    /// Moves the stop to `at` where that is earlier.
+    fn stop(&self, at: i64) {
+        self.stop_at.fetch_min(at, Ordering::SeqCst);
+    }
+
+    /// Ends the flushing, writes what is left and hands over the log for the counts.
+    fn last_flush(&self) -> std::sync::MutexGuard<'_, RowLog> {
+        if let Some(flusher) = self.flusher.lock().unwrap().take() {
+            flusher.abort();
+        }
+        self.flush();
+        self.log.lock().unwrap()
+    }
+}
+
+/// Registers the run `sub` names, refusing a sub that is already running.
+fn register(d: &Driver, sub: &str, run: Run) -> Result<(), Fail> {
+    let mut runs = d.load_runs.lock().unwrap();
+    if runs.contains_key(sub) {
+        return Err(Fail::new("invalid", format!("load sub {sub:?} exists")));
+    }
+    runs.insert(sub.to_string(), run);
+    Ok(())
+}
+
+/// How often a run flushes its rows: the request's batch_ms, or DEFAULT_BATCH.
+fn batch_period(req: &Value) -> Duration {
+    f64_arg(req, "batch_ms")
+        .filter(|ms| *ms > 0.0)
+        .map(|ms| Duration::from_secs_f64(ms / 1000.0))
+        .unwrap_or(DEFAULT_BATCH)
+}
+
+/// Calls `flush` every `every`, from one period after now until the task is aborted.
+fn flush_every(every: Duration, flush: impl Fn() + Send + 'static) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            flush();
+        }
+    })
+}
+
+pub struct PublishRun {
+    logged: Logged,
     stopping: watch::Sender<bool>,
     drained: watch::Sender<bool>,
     collected: Mutex<Option<tokio::task::JoinHandle<()>>>,
-    flusher: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 pub enum Run {
@@ -104,32 +201,20 @@ async fn load_publish(d: &Arc<Driver>, req: &Value) -> OpResult {
     let s = d.session(str_arg(req, "session"))?;
     let js = s.js.clone();
     let stamp = req.get("stamp").and_then(Value::as_bool).unwrap_or(false);
-    let every = f64_arg(req, "batch_ms")
-        .filter(|ms| *ms > 0.0)
-        .map(|ms| Duration::from_secs_f64(ms / 1000.0));
     let payload = bytes::Bytes::from(vec![b'x'; size as usize]);
     let run = Arc::new(PublishRun {
-        d: d.clone(),
-        sub: sub.clone(),
-        log: Mutex::default(),
-        stop_at: AtomicI64::new(NEVER),
+        logged: Logged::new(d, &sub, false),
         stopping: watch::channel(false).0,
         drained: watch::channel(false).0,
         collected: Mutex::default(),
-        flusher: Mutex::default(),
     });
-    {
-        let mut runs = d.load_runs.lock().unwrap();
-        if runs.contains_key(&sub) {
-            return Err(Fail::new("invalid", format!("load sub {sub:?} exists")));
-        }
-        runs.insert(sub.clone(), Run::Publish(run.clone()));
-    }
+    register(d, &sub, Run::Publish(run.clone()))?;
     let started = wall_ns();
     let window = Arc::new(Semaphore::new(max_inflight as usize));
     let (acks, pending) = mpsc::channel::<Pending>(max_inflight as usize + 1);
     *run.collected.lock().unwrap() = Some(tokio::spawn(run.clone().collect(pending)));
-    *run.flusher.lock().unwrap() = Some(tokio::spawn(run.clone().flush_every(every.unwrap_or(DEFAULT_BATCH))));
+    let flush = run.clone();
+    *run.logged.flusher.lock().unwrap() = Some(flush_every(batch_period(req), move || flush.logged.flush()));
     let schedule = run.clone();
     tokio::spawn(async move {
         let publish = Publisher {
@@ -190,14 +275,8 @@ async fn until_due(due: i64, stopping: &mut watch::Receiver<bool>) {
 
 impl PublishRun {
     fn record(&self, intended: i64, sent: i64, acked: i64, seq: i64, class: &str, code: i64) {
-        let mut log = self.log.lock().unwrap();
-        log.ops += 1;
-        match class {
-            "" => log.acked += 1,
-            OVERFLOW => log.overflow += 1,
-            _ => log.failed += 1,
-        }
-        let error = log.error_no(class);
+        let mut log = self.logged.log.lock().unwrap();
+        let error = log.count(class);
         log.rows.extend_from_slice(&[intended, sent, acked, seq, error, code]);
     }
 
@@ -217,7 +296,7 @@ impl PublishRun {
                     _ = stopping.wait_for(|s| *s) => return,
                 };
                 let now = wall_ns();
-                if now >= self.stop_at.load(Ordering::SeqCst) {
+                if now >= self.logged.stop_at() {
                     return;
                 }
                 self.publish(&mut publisher, now, permit, &acks).await;
@@ -232,7 +311,7 @@ impl PublishRun {
                 if intended > now {
                     break;
                 }
-                if intended >= self.stop_at.load(Ordering::SeqCst) {
+                if intended >= self.logged.stop_at() {
                     return;
                 }
                 match window.clone().try_acquire_owned() {
@@ -243,7 +322,7 @@ impl PublishRun {
                 index += 1;
             }
             let next = started + (index as f64 * interval) as i64;
-            if next >= self.stop_at.load(Ordering::SeqCst) {
+            if next >= self.logged.stop_at() {
                 return;
             }
             // stop_at set: what fell due before it is still sent (and logged), nothing after it
@@ -299,33 +378,8 @@ impl PublishRun {
         }
     }
 
-    async fn flush_every(self: Arc<Self>, every: Duration) {
-        let mut tick = tokio::time::interval(every);
-        tick.tick().await;
-        loop {
-            tick.tick().await;
-            self.flush();
-        }
-    }
-
-    fn flush(&self) {
-        let (rows, errors) = {
-            let mut log = self.log.lock().unwrap();
-            (std::mem::take(&mut log.rows), log.errors.clone())
-        };
-        if rows.is_empty() {
-            return;
-        }
-        let raw: Vec<u8> = rows.iter().flat_map(|v| v.to_le_bytes()).collect();
-        self.d
-            .out
-            .write(&json!({"type": "load", "sub": self.sub, "rows_b64": b64(&raw), "errors": errors}));
-    }
-
     async fn finish(self: Arc<Self>, at: i64) -> Value {
-        if at < self.stop_at.load(Ordering::SeqCst) {
-            self.stop_at.store(at, Ordering::SeqCst);
-        }
+        self.logged.stop(at);
         self.stopping.send_replace(true);
         let collected = self.collected.lock().unwrap().take();
         if let Some(mut collected) = collected {
@@ -335,11 +389,7 @@ impl PublishRun {
                 let _ = collected.await;
             }
         }
-        if let Some(flusher) = self.flusher.lock().unwrap().take() {
-            flusher.abort();
-        }
-        self.flush();
-        let log = self.log.lock().unwrap();
+        let log = self.logged.last_flush();
         json!({"ops": log.ops, "acked": log.acked, "overflow": log.overflow, "failed": log.failed})
     }
 }
@@ -367,12 +417,8 @@ const OP_FETCH: i64 = 1;
 const NO_E2E: i64 = -1;
 
 pub struct ConsumeRun {
-    d: Arc<Driver>,
-    sub: String,
-    log: Mutex<RowLog>,
-    stop_at: AtomicI64,
+    logged: Logged,
     fetching: Mutex<Option<tokio::task::JoinHandle<()>>>,
-    flusher: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 async fn load_consume(d: &Arc<Driver>, req: &Value) -> OpResult {
@@ -392,34 +438,14 @@ async fn load_consume(d: &Arc<Driver>, req: &Value) -> OpResult {
             .get_consumer::<async_nats::jetstream::consumer::pull::Config>(durable)
             .await
             .map_err(crate::out::boxed)?;
-    let every = f64_arg(req, "batch_ms")
-        .filter(|ms| *ms > 0.0)
-        .map(|ms| Duration::from_secs_f64(ms / 1000.0));
     let run = Arc::new(ConsumeRun {
-        d: d.clone(),
-        sub: sub.clone(),
-        log: Mutex::default(),
-        stop_at: AtomicI64::new(NEVER),
+        logged: Logged::new(d, &sub, true),
         fetching: Mutex::default(),
-        flusher: Mutex::default(),
     });
-    {
-        let mut runs = d.load_runs.lock().unwrap();
-        if runs.contains_key(&sub) {
-            return Err(Fail::new("invalid", format!("load sub {sub:?} exists")));
-        }
-        runs.insert(sub.clone(), Run::Consume(run.clone()));
-    }
+    register(d, &sub, Run::Consume(run.clone()))?;
     let started = wall_ns();
     let flush = run.clone();
-    *run.flusher.lock().unwrap() = Some(tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every.unwrap_or(DEFAULT_BATCH));
-        tick.tick().await;
-        loop {
-            tick.tick().await;
-            flush.flush();
-        }
-    }));
+    *run.logged.flusher.lock().unwrap() = Some(flush_every(batch_period(req), move || flush.logged.flush()));
     let client = s.client.clone();
     *run.fetching.lock().unwrap() = Some(tokio::spawn(run.clone().fetch_loop(consumer, client, batch as usize)));
     Ok(json!({"started_ns": started}))
@@ -437,7 +463,7 @@ impl ConsumeRun {
         use futures::StreamExt;
         loop {
             let started = wall_ns();
-            if started >= self.stop_at.load(Ordering::SeqCst) {
+            if started >= self.logged.stop_at() {
                 break;
             }
             let mut messages = match consumer
@@ -496,7 +522,7 @@ impl ConsumeRun {
             Ok(()) => String::new(),
             Err(e) => format!("async_nats::Error: {e}"),
         };
-        let mut log = self.log.lock().unwrap();
+        let mut log = self.logged.log.lock().unwrap();
         let subject = match log.subject_index.get(msg.subject.as_str()) {
             Some(i) => *i,
             None => {
@@ -519,7 +545,7 @@ impl ConsumeRun {
 
     fn record_fetch(&self, started: i64, count: i64, class: &str) {
         let ended = wall_ns();
-        let mut log = self.log.lock().unwrap();
+        let mut log = self.logged.log.lock().unwrap();
         log.fetches += 1;
         if !class.is_empty() {
             log.failed += 1;
@@ -529,34 +555,14 @@ impl ConsumeRun {
             .extend_from_slice(&[OP_FETCH, started, ended, 0, 0, NO_E2E, 0, count, error, 0]);
     }
 
-    fn flush(&self) {
-        let (rows, errors, subjects) = {
-            let mut log = self.log.lock().unwrap();
-            (std::mem::take(&mut log.rows), log.errors.clone(), log.subjects.clone())
-        };
-        if rows.is_empty() {
-            return;
-        }
-        let raw: Vec<u8> = rows.iter().flat_map(|v| v.to_le_bytes()).collect();
-        self.d.out.write(
-            &json!({"type": "load", "sub": self.sub, "rows_b64": b64(&raw), "errors": errors, "subjects": subjects}),
-        );
-    }
-
     /// Lets the pull in progress end (its messages are still logged and acked), flushes the acks and the rows.
     async fn finish(self: Arc<Self>, at: i64) -> Value {
-        if at < self.stop_at.load(Ordering::SeqCst) {
-            self.stop_at.store(at, Ordering::SeqCst);
-        }
+        self.logged.stop(at);
         let fetching = self.fetching.lock().unwrap().take();
         if let Some(fetching) = fetching {
             let _ = fetching.await;
         }
-        if let Some(flusher) = self.flusher.lock().unwrap().take() {
-            flusher.abort();
-        }
-        self.flush();
-        let log = self.log.lock().unwrap();
+        let log = self.logged.last_flush();
         json!({"ops": log.ops, "fetches": log.fetches, "failed": log.failed})
     }
 }
@@ -568,17 +574,13 @@ const KV_GET: i64 = 1;
 const KV_OP_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct KvRun {
-    d: Arc<Driver>,
-    sub: String,
-    log: Mutex<RowLog>,
+    logged: Logged,
     store: async_nats::jetstream::kv::Store,
     keys: Vec<String>,
     payload: bytes::Bytes,
-    stop_at: AtomicI64,
     stopping: watch::Sender<bool>,
     last_put: AtomicI64, // the key whose put was acknowledged last; -1: none yet
     scheduled: Mutex<Option<tokio::task::JoinHandle<()>>>,
-    flusher: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 async fn load_kv(d: &Arc<Driver>, req: &Value) -> OpResult {
@@ -607,39 +609,19 @@ async fn load_kv(d: &Arc<Driver>, req: &Value) -> OpResult {
     }
     let s = d.session(str_arg(req, "session"))?;
     let store = crate::kv::store(&s, str_arg(req, "bucket")).await?;
-    let every = f64_arg(req, "batch_ms")
-        .filter(|ms| *ms > 0.0)
-        .map(|ms| Duration::from_secs_f64(ms / 1000.0));
     let run = Arc::new(KvRun {
-        d: d.clone(),
-        sub: sub.clone(),
-        log: Mutex::default(),
+        logged: Logged::new(d, &sub, false),
         store,
         keys,
         payload: bytes::Bytes::from(vec![b'x'; size as usize]),
-        stop_at: AtomicI64::new(NEVER),
         stopping: watch::channel(false).0,
         last_put: AtomicI64::new(-1),
         scheduled: Mutex::default(),
-        flusher: Mutex::default(),
     });
-    {
-        let mut runs = d.load_runs.lock().unwrap();
-        if runs.contains_key(&sub) {
-            return Err(Fail::new("invalid", format!("load sub {sub:?} exists")));
-        }
-        runs.insert(sub.clone(), Run::Kv(run.clone()));
-    }
+    register(d, &sub, Run::Kv(run.clone()))?;
     let started = wall_ns();
     let flush = run.clone();
-    *run.flusher.lock().unwrap() = Some(tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every.unwrap_or(DEFAULT_BATCH));
-        tick.tick().await;
-        loop {
-            tick.tick().await;
-            flush.flush();
-        }
-    }));
+    *run.logged.flusher.lock().unwrap() = Some(flush_every(batch_period(req), move || flush.logged.flush()));
     let window = Arc::new(Semaphore::new(max_inflight as usize));
     *run.scheduled.lock().unwrap() = Some(tokio::spawn(run.clone().schedule(rate, started, window)));
     Ok(json!({"started_ns": started}))
@@ -652,7 +634,7 @@ impl KvRun {
         let mut inflight = tokio::task::JoinSet::new();
         if rate <= 0.0 {
             let mut index = 0;
-            while wall_ns() < self.stop_at.load(Ordering::SeqCst) {
+            while wall_ns() < self.logged.stop_at() {
                 self.one(index, wall_ns()).await;
                 index += 1;
             }
@@ -668,7 +650,7 @@ impl KvRun {
                 if intended > now {
                     break;
                 }
-                if intended >= self.stop_at.load(Ordering::SeqCst) {
+                if intended >= self.logged.stop_at() {
                     break 'schedule;
                 }
                 match window.clone().try_acquire_owned() {
@@ -687,7 +669,7 @@ impl KvRun {
                 index += 1;
             }
             let next = started + (index as f64 * interval) as i64;
-            if next >= self.stop_at.load(Ordering::SeqCst) {
+            if next >= self.logged.stop_at() {
                 break;
             }
             until_due(next, &mut stopping).await;
@@ -730,47 +712,21 @@ impl KvRun {
 
     #[allow(clippy::too_many_arguments)]
     fn record(&self, op: i64, key: i64, intended: i64, sent: i64, done: i64, revision: i64, class: &str) {
-        let mut log = self.log.lock().unwrap();
-        log.ops += 1;
-        match class {
-            "" => log.acked += 1,
-            OVERFLOW => log.overflow += 1,
-            _ => log.failed += 1,
-        }
-        let error = log.error_no(class);
+        let mut log = self.logged.log.lock().unwrap();
+        let error = log.count(class);
         log.rows
             .extend_from_slice(&[op, key, intended, sent, done, revision, error, 0]);
     }
 
-    fn flush(&self) {
-        let (rows, errors) = {
-            let mut log = self.log.lock().unwrap();
-            (std::mem::take(&mut log.rows), log.errors.clone())
-        };
-        if rows.is_empty() {
-            return;
-        }
-        let raw: Vec<u8> = rows.iter().flat_map(|v| v.to_le_bytes()).collect();
-        self.d
-            .out
-            .write(&json!({"type": "load", "sub": self.sub, "rows_b64": b64(&raw), "errors": errors}));
-    }
-
     /// Ends the schedule at `at`; the operations in flight end within their own timeout and are logged.
     async fn finish(self: Arc<Self>, at: i64) -> Value {
-        if at < self.stop_at.load(Ordering::SeqCst) {
-            self.stop_at.store(at, Ordering::SeqCst);
-        }
+        self.logged.stop(at);
         self.stopping.send_replace(true);
         let scheduled = self.scheduled.lock().unwrap().take();
         if let Some(scheduled) = scheduled {
             let _ = scheduled.await;
         }
-        if let Some(flusher) = self.flusher.lock().unwrap().take() {
-            flusher.abort();
-        }
-        self.flush();
-        let log = self.log.lock().unwrap();
+        let log = self.logged.last_flush();
         json!({"ops": log.ops, "ok": log.acked, "overflow": log.overflow, "failed": log.failed})
     }
 }

@@ -11,7 +11,6 @@ use serde_json::{json, Value};
 use crate::consumers::Subscription;
 use crate::kv::{entry_json, store};
 use crate::out::describe;
-use crate::session::API_TIMEOUT;
 use crate::{bool_arg, mono_ns, str_arg, Driver, Fail, OpResult};
 
 pub const OPS: &[&str] = &["kv_watch", "obj_watch"];
@@ -81,17 +80,7 @@ pub async fn kv_watch(d: &Arc<Driver>, req: &Value) -> OpResult {
         };
         Ok::<_, Fail>(watch)
     };
-    let watch = match tokio::time::timeout(API_TIMEOUT, setup).await {
-        Ok(Ok(w)) => w,
-        Ok(Err(e)) => {
-            sub.forget();
-            return Err(e);
-        }
-        Err(_) => {
-            sub.forget();
-            return Err(Fail::new("timeout", "the client's watch took too long"));
-        }
-    };
+    let watch = sub.set_up("the client's watch", setup).await?;
     let end = if updates_only {
         EndOfData::First
     } else {
@@ -144,17 +133,7 @@ pub async fn obj_watch(d: &Arc<Driver>, req: &Value) -> OpResult {
         };
         Ok::<_, Fail>(watch)
     };
-    let watch = match tokio::time::timeout(API_TIMEOUT, setup).await {
-        Ok(Ok(w)) => w,
-        Ok(Err(e)) => {
-            sub.forget();
-            return Err(e);
-        }
-        Err(_) => {
-            sub.forget();
-            return Err(Fail::new("timeout", "the client's watch took too long"));
-        }
-    };
+    let watch = sub.set_up("the client's watch", setup).await?;
     // ObjectInfo carries no flag at all, so even an updates-only watch (nothing replayed) has no null
     let end = EndOfData::Never;
     spawn_watch(
