@@ -30,7 +30,8 @@ if os.environ.get("CI"):
 
 # What the fast tier (`pytest -m "not slow"`, CONTRIBUTING.md) leaves out, as patterns of test ids: whole modules
 # where they are slow for one reason, single tests where the rest of their module is quick, so they are named here
-# rather than each test decorated. Every product module keeps a quick test in the tier.
+# rather than each test decorated; and the tests a whole run measured at 2 s or more (tests/slow_tests.txt, written
+# by scripts/slow_tests.py).
 SLOW = (
     "tests/conformance/test_proofs_*",  # each row runs certify's checks against a breaker
     "tests/conformance/test_checks_fail_when_rules_break.py::*",  # the same, for the server-side breakers
@@ -45,12 +46,16 @@ SLOW = (
     "tests/load/test_load_runs.py::test_fixed_rate_holds_*",
     "tests/test_tls.py::test_a_server_that_does_not_offer_tls_gets_no_byte_*",
 )
+MEASURED_SLOW = {
+    line for line in (Path(__file__).parent / "slow_tests.txt").read_text(encoding="utf-8").splitlines()
+    if line and not line.startswith("#")
+}  # fmt: skip
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if any(fnmatch(item.nodeid, pattern) for pattern in SLOW):
+        if item.nodeid in MEASURED_SLOW or any(fnmatch(item.nodeid, pattern) for pattern in SLOW):
             item.add_marker(pytest.mark.slow)
 
 
