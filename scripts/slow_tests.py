@@ -33,7 +33,7 @@ def slow_ids(junit: Path, over: float) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("junit", type=Path)
-    parser.add_argument("--over", type=float, default=2.0, help="seconds (default 2)")
+    parser.add_argument("--over", type=float, default=1.0, help="seconds (default 1)")
     args = parser.parse_args()
     OUT.write_text(HEADER.format(over=args.over) + "".join(f"{test}\n" for test in slow_ids(args.junit, args.over)))
 

@@ -30,7 +30,7 @@ if os.environ.get("CI"):
 
 # What the fast tier (`pytest -m "not slow"`, CONTRIBUTING.md) leaves out, as patterns of test ids: whole modules
 # where they are slow for one reason, single tests where the rest of their module is quick, so they are named here
-# rather than each test decorated; and the tests a whole run measured at 2 s or more (tests/slow_tests.txt, written
+# rather than each test decorated; and the tests a whole run measured at 1 s or more (tests/slow_tests.txt, written
 # by scripts/slow_tests.py).
 SLOW = (
     "tests/conformance/test_proofs_*",  # each row runs certify's checks against a breaker
