@@ -19,7 +19,7 @@ from jetcheck.conformance.clients.driven_clients import driven_adapter, prepare
 from jetcheck.conformance.clients.driver_adapter import DriverAdapter
 from jetcheck.errors import ConfigError
 from jetcheck.fixtures.target import Credentials
-from jetcheck.specs import DRIVEN_CLIENTS, ClientSpec
+from jetcheck.specs import ClientSpec
 
 from .oplog import NO_E2E, SLOTS, OpLog
 from .scenarios import BATCH_SIZE, LoadSettings, scenario
@@ -54,7 +54,7 @@ def split_client(client: str) -> tuple[str, str]:
 
 
 def is_driven(client: str) -> bool:
-    return split_client(client)[0] in DRIVEN_CLIENTS
+    return ClientSpec(client).driven
 
 
 DRIVEN_SCENARIOS = ("publish-async", "pull-consume", "mixed", "end-to-end", "kv", "counter", "batch-publish")
