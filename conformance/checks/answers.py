@@ -15,6 +15,7 @@ from typing import TypeVar
 import pytest
 
 from jetcheck.conformance.clients.base import ClientError, Indeterminate
+from jetcheck.conformance.documented_errors import Refusal, refusal_of
 from jetcheck.conformance.jsapi import ApiError, api
 
 T = TypeVar("T")
@@ -40,11 +41,11 @@ async def answered(
         pytest.fail(f"{documented}; {who(client)}'s {op} {happened}: {exc}")
 
 
-async def refused(nc, subject: str, body: dict, asked: str) -> tuple[int, int, str]:
-    """(code, err_code, description) of the API error `subject` answers `body` with; a reply without an error fails
-    the check: `asked` is documented as refused."""
+async def refused(nc, subject: str, body: dict, asked: str) -> Refusal:
+    """The API error `subject` answers `body` with; a reply without an error fails the check: `asked` is documented
+    as refused."""
     try:
         reply = await api(nc, subject, body)
     except ApiError as error:
-        return error.code, error.err_code, error.description
+        return refusal_of(error)
     pytest.fail(f"{asked} is documented as refused; the server accepted it and answered {reply}")

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from jetcheck.conformance.documented_errors import Documented, Refusal, assert_refused_as_documented
 from jetcheck.conformance.jsapi import ApiError, api, create_consumer, stream_state
 from jetcheck.versions import parse_version
 
@@ -102,6 +103,8 @@ async def test_the_refusal_says_the_api_level_is_not_supported(nc, observe):
     level = await _api_level(nc)
     refused = (await _requiring(nc, "$JS.API.INFO", str(level + 1))).get("error") or {}
     observe("refusal", refused)
-    assert refused.get("description") == "api level not supported", (
-        f"{ADR44}: 'The request will error with api level not supported'; the server's refusal says {refused}"
-    )
+    got = Refusal(refused.get("code", 0), refused.get("err_code", 0), refused.get("description", ""))
+    # the errors table gives the refusal's code (412/10185) and other words; ADR-44 fixes the words this rule is about
+    words_from = f"{ADR44}: 'The request will error with api level not supported'"
+    documented = Documented(412, 10185, "api level not supported", words_from=words_from)
+    assert_refused_as_documented(got, documented, f"a request requiring api level {level + 1}")

@@ -34,6 +34,7 @@ from jetcheck.conformance.clients.base import (
     connected,
     refusal,
 )
+from jetcheck.conformance.documented_errors import Documented, assert_refused_as_documented, refusal_of
 from jetcheck.conformance.jsapi import (
     NS,
     ApiError,
@@ -294,17 +295,14 @@ async def test_get_of_a_missing_key_raises_not_found(client, target, bucket):
 
 
 @pytest.mark.rule("kv.deny-delete")
-async def test_bucket_stream_refuses_message_delete(nc, bucket):
+async def test_bucket_stream_refuses_message_delete(nc, bucket, observe):
     """The message delete API on the bucket stream is refused with 500/10057."""
     stream = await adr8_bucket(nc, bucket)
     await publish_raw(nc, f"$KV.{bucket}.k", b"v")
     with pytest.raises(ApiError) as refused:
         await api(nc, f"$JS.API.STREAM.MSG.DELETE.{stream}", {"seq": 1})
-    assert (refused.value.code, refused.value.err_code, refused.value.description) == (
-        500,
-        10057,
-        "message delete not permitted",
-    )
+    asked = "a message delete on the bucket's stream"
+    assert_refused_as_documented(refusal_of(refused.value), Documented(500, 10057), asked, observe)
     assert len(await subject_messages(nc, stream, f"$KV.{bucket}.k")) == 1
 
 

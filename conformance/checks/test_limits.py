@@ -7,14 +7,15 @@ import time
 import pytest
 from nats.js.errors import APIError
 
+from jetcheck.conformance.documented_errors import Documented, assert_refused_as_documented, refusal_of
 from jetcheck.conformance.jsapi import NS, ApiError, api, create_stream, eventually, stream_state
 
 pytestmark = pytest.mark.asyncio
 
 
 STORAGES = pytest.mark.parametrize("storage", ["file", "memory"])
-REJECTED_STORE = (503, 10077)
-INVALID_CONFIG = (500, 10052)
+REJECTED_STORE = Documented(503, 10077)
+INVALID_CONFIG = Documented(500, 10052)
 MAX_AGE_S = 2.0  # long enough that even a loaded machine looks well before it: a removal sooner is seen then
 # how long after max_age the server may take to remove expired messages (its expiry runs on a timer)
 EXPIRY_SLACK_S = 3.0
@@ -28,10 +29,6 @@ async def _rejected_publish(js, subject: str, payload: bytes = b"m", headers=Non
     with pytest.raises(APIError) as rejected:
         await js.publish(subject, payload, headers=headers)
     return rejected.value
-
-
-def _triple(error: APIError | ApiError) -> tuple[int, int, str]:
-    return error.code, error.err_code, error.description
 
 
 def _subjects(stream, counts: dict[str, int]) -> dict[str, int]:
@@ -55,7 +52,7 @@ async def test_max_msgs_with_discard_new_rejects_with_10077(js, nc, make_stream,
     stream = await make_stream(storage=storage, max_msgs=3, discard="new")
     await _publish_all(js, stream, *"abc")
     error = await _rejected_publish(js, stream.subject("d"))
-    assert _triple(error) == (*REJECTED_STORE, "maximum messages exceeded")
+    assert_refused_as_documented(refusal_of(error), REJECTED_STORE, "a publish beyond max_msgs with discard new")
     state = await stream_state(nc, stream.name)
     assert (state.messages, state.first_seq, state.last_seq) == (3, 1, 3), f"state: {state}"
 
@@ -84,7 +81,7 @@ async def test_max_bytes_with_discard_new_rejects_with_10077(js, nc, make_stream
     stream = await make_stream(storage=storage, max_bytes=MAX_BYTES, discard="new")
     await _publish_all(js, stream, *"abc", payload=PAYLOAD)
     error = await _rejected_publish(js, stream.subject("d"), PAYLOAD)
-    assert _triple(error) == (*REJECTED_STORE, "maximum bytes exceeded")
+    assert_refused_as_documented(refusal_of(error), REJECTED_STORE, "a publish beyond max_bytes with discard new")
     state = await stream_state(nc, stream.name)
     assert (state.messages, state.last_seq) == (3, 3), f"state: {state}"
 
@@ -125,7 +122,7 @@ async def test_max_age_below_100ms_is_rejected_with_10052(nc, names):
     """A max_age of 50 ms is refused with 500/10052 'max age needs to be >= 100ms'."""
     with pytest.raises(ApiError) as rejected:
         await create_stream(nc, names.stream(), [f"{names.subject()}.>"], max_age=50_000_000)
-    assert _triple(rejected.value) == (*INVALID_CONFIG, "max age needs to be >= 100ms")
+    assert_refused_as_documented(refusal_of(rejected.value), INVALID_CONFIG, "a max_age of 50 ms")
 
 
 @pytest.mark.rule("limits.max-msg-size")
@@ -140,7 +137,8 @@ async def test_max_msg_size_counts_payload_and_headers(js, nc, make_stream, stor
     )
     for payload, headers in too_large:
         error = await _rejected_publish(js, stream.subject("a"), payload, headers)
-        assert _triple(error) == (400, 10054, "message size exceeds maximum allowed"), f"headers={headers}"
+        asked = f"a publish over max_msg_size (headers={headers})"
+        assert_refused_as_documented(refusal_of(error), Documented(400, 10054), asked)
     assert (await stream_state(nc, stream.name)).messages == 1
 
 
@@ -162,7 +160,7 @@ async def test_subject_at_its_limit_replaces_its_oldest_at_max_msgs(js, nc, make
     await _publish_all(js, stream, "a", "a", "b")
     assert (await js.publish(stream.subject("a"), b"m")).seq == 4
     error = await _rejected_publish(js, stream.subject("c"))
-    assert _triple(error) == (*REJECTED_STORE, "maximum messages exceeded")
+    assert_refused_as_documented(refusal_of(error), REJECTED_STORE, "a publish beyond max_msgs with discard new")
     state = await stream_state(nc, stream.name)
     assert (state.messages, state.subjects) == (3, _subjects(stream, {"a": 2, "b": 1})), f"state: {state}"
 
@@ -174,7 +172,8 @@ async def test_discard_new_per_subject_rejects_a_full_subject(js, nc, make_strea
     stream = await make_stream(storage=storage, discard="new", max_msgs_per_subject=1, discard_new_per_subject=True)
     await _publish_all(js, stream, "a")
     error = await _rejected_publish(js, stream.subject("a"))
-    assert _triple(error) == (*REJECTED_STORE, "maximum messages per subject exceeded")
+    asked = "a publish to a full subject with discard_new_per_subject"
+    assert_refused_as_documented(refusal_of(error), REJECTED_STORE, asked)
     assert (await js.publish(stream.subject("b"), b"m")).seq == 2
     state = await stream_state(nc, stream.name)
     assert (state.messages, state.subjects) == (2, _subjects(stream, {"a": 1, "b": 1})), f"state: {state}"
@@ -187,10 +186,8 @@ async def test_discard_new_per_subject_without_discard_new_is_rejected(nc, names
         await create_stream(
             nc, names.stream(), [f"{names.subject()}.>"], max_msgs_per_subject=1, discard_new_per_subject=True
         )
-    assert _triple(rejected.value) == (
-        *INVALID_CONFIG,
-        "discard new per subject requires discard new policy to be set",
-    )
+    asked = "discard_new_per_subject with discard old"
+    assert_refused_as_documented(refusal_of(rejected.value), INVALID_CONFIG, asked)
 
 
 @pytest.mark.rule("limits.discard-new-per-subject-needs-per-subject-limit")
@@ -198,7 +195,8 @@ async def test_discard_new_per_subject_without_a_per_subject_limit_is_rejected(n
     """discard_new_per_subject without max_msgs_per_subject is refused with 500/10052."""
     with pytest.raises(ApiError) as rejected:
         await create_stream(nc, names.stream(), [f"{names.subject()}.>"], discard="new", discard_new_per_subject=True)
-    assert _triple(rejected.value) == (*INVALID_CONFIG, "discard new per subject requires max msgs per subject > 0")
+    asked = "discard_new_per_subject without max_msgs_per_subject"
+    assert_refused_as_documented(refusal_of(rejected.value), INVALID_CONFIG, asked)
 
 
 @pytest.mark.rule("limits.lowered-limit-applies")
@@ -250,5 +248,6 @@ async def test_limits_apply_on_a_workqueue_stream(js, nc, make_stream):
     new = await make_stream(retention="workqueue", max_msgs=2, discard="new")
     await _publish_all(js, new, "a", "b")
     error = await _rejected_publish(js, new.subject("c"))
-    assert _triple(error) == (*REJECTED_STORE, "maximum messages exceeded")
+    asked = "a publish beyond max_msgs with discard new on a WorkQueue stream"
+    assert_refused_as_documented(refusal_of(error), REJECTED_STORE, asked)
     assert (await stream_state(nc, new.name)).messages == 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import nats.errors
 import pytest
 
+from jetcheck.conformance.documented_errors import Documented, Refusal, assert_refused_as_documented, refusal_of
 from jetcheck.conformance.jsapi import ApiError, api, eventually, stream_state
 from jetcheck.conformance.silence import answering
 
@@ -13,7 +14,7 @@ pytestmark = pytest.mark.asyncio
 
 FETCH_S = 2.0
 REMOVAL_S = 2.0
-NOT_UNIQUE = (400, 10100, "filtered consumer not unique on workqueue stream")
+NOT_UNIQUE = Documented(400, 10100)
 
 
 async def _consumer(nc, stream, name: str, **config) -> dict:
@@ -22,10 +23,10 @@ async def _consumer(nc, stream, name: str, **config) -> dict:
     return await api(nc, f"$JS.API.CONSUMER.DURABLE.CREATE.{stream.name}.{name}", body)
 
 
-async def _rejected_consumer(nc, stream, name: str, **config) -> tuple[int, int, str]:
+async def _rejected_consumer(nc, stream, name: str, **config) -> Refusal:
     with pytest.raises(ApiError) as rejected:
         await _consumer(nc, stream, name, **config)
-    return rejected.value.code, rejected.value.err_code, rejected.value.description
+    return refusal_of(rejected.value)
 
 
 async def _fetch_one(js, stream, durable: str):
@@ -164,7 +165,8 @@ async def test_workqueue_consumer_without_explicit_ack_is_rejected(nc, make_stre
     stream = await make_stream(retention="workqueue")
     extra = {"deliver_subject": names.subject("deliver")} if push else {}
     rejection = await _rejected_consumer(nc, stream, names.consumer(), ack_policy=ack_policy, **extra)
-    assert rejection == (400, 10098, "workqueue stream requires explicit ack")
+    asked = f"a WorkQueue {'push' if push else 'pull'} consumer with ack {ack_policy}"
+    assert_refused_as_documented(rejection, Documented(400, 10098), asked)
 
 
 @pytest.mark.rule("retention.workqueue-pull-ack-none")
@@ -183,7 +185,7 @@ async def test_workqueue_consumer_must_deliver_all(nc, make_stream, names, deliv
     stream = await make_stream(retention="workqueue")
     extra = {"filter_subject": stream.subject("a")} if deliver_policy == "last_per_subject" else {}
     rejection = await _rejected_consumer(nc, stream, names.consumer(), deliver_policy=deliver_policy, **extra)
-    assert rejection == (400, 10101, "consumer must be deliver all on workqueue stream")
+    assert_refused_as_documented(rejection, Documented(400, 10101), f"a WorkQueue consumer delivering {deliver_policy}")
 
 
 @pytest.mark.rule("retention.workqueue-one-unfiltered")
@@ -192,7 +194,7 @@ async def test_workqueue_accepts_one_unfiltered_consumer(nc, make_stream, names)
     stream = await make_stream(retention="workqueue")
     await _consumer(nc, stream, names.consumer())
     rejection = await _rejected_consumer(nc, stream, names.consumer())
-    assert rejection == (400, 10099, "multiple non-filtered consumers not allowed on workqueue stream")
+    assert_refused_as_documented(rejection, Documented(400, 10099), "a second unfiltered WorkQueue consumer")
 
 
 @pytest.mark.rule("retention.workqueue-overlapping-filters")
@@ -203,11 +205,11 @@ async def test_workqueue_rejects_filters_that_contain_each_other(nc, make_stream
     await _consumer(nc, stream, names.consumer(), filter_subject=stream.subject("c", "*"))
     for overlapping in (stream.subject("a", ">"), stream.subject("a", "b"), stream.subject("c", "d")):
         rejection = await _rejected_consumer(nc, stream, names.consumer(), filter_subject=overlapping)
-        assert rejection == NOT_UNIQUE, f"filter {overlapping}"
+        assert_refused_as_documented(rejection, NOT_UNIQUE, f"a consumer filtered on {overlapping}")
     unfiltered = await make_stream(retention="workqueue")
     await _consumer(nc, unfiltered, names.consumer())
     rejection = await _rejected_consumer(nc, unfiltered, names.consumer(), filter_subject=unfiltered.subject("a"))
-    assert rejection == NOT_UNIQUE, "filtered consumer next to an unfiltered one"
+    assert_refused_as_documented(rejection, NOT_UNIQUE, "a filtered consumer next to an unfiltered one")
 
 
 @pytest.mark.rule("retention.workqueue-partially-overlapping-filters")
@@ -216,8 +218,8 @@ async def test_workqueue_rejects_partially_overlapping_filters(nc, make_stream, 
     stream = await make_stream(retention="workqueue")
     await _consumer(nc, stream, names.consumer(), filter_subject=stream.subject("a", "*", "c"))
     rejection = await _rejected_consumer(nc, stream, names.consumer(), filter_subject=stream.subject("a", "b", "*"))
-    assert rejection == NOT_UNIQUE, "a.b.* accepted next to a.*.c"
+    assert_refused_as_documented(rejection, NOT_UNIQUE, "a consumer filtered on a.b.* next to a.*.c")
     several = [stream.subject("x"), stream.subject("*", "b", "c")]
     rejection = await _rejected_consumer(nc, stream, names.consumer(), filter_subjects=several)
-    assert rejection == NOT_UNIQUE, "filter_subjects with *.b.c accepted next to a.*.c"
+    assert_refused_as_documented(rejection, NOT_UNIQUE, "filter_subjects with *.b.c next to a.*.c")
     await _consumer(nc, stream, names.consumer(), filter_subjects=[stream.subject("x"), stream.subject("a", "b", "d")])

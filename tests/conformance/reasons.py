@@ -341,9 +341,6 @@ REASONS: dict[str, str | tuple[str, ...]] = {
     "ttl.never": "a never message is not removed by the stream's MaxAge",
 }
 ROW_REASONS: dict[str, dict[str, str | tuple[str, ...]]] = {
-    "acks-only+consumer-deliver-last": {
-        "consumers.opt-start-conflict": "consumer delivery policy is deliver last, but optional",
-    },
     "consumer-drop-start+consumer-drop-filters": {
         "consumers.last-per-subject-pending": "last messages of k.A, k.B, k.C, k.D pending: 215",
         "consumers.opt-start-conflict": "DID NOT RAISE ApiError",
