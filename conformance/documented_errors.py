@@ -70,7 +70,7 @@ def _parts(template: str) -> list[str]:
 
 
 @dataclass(frozen=True)
-class Documented:
+class DocumentedRefusal:
     """A refusal as documented: ERRORS_TABLE's status and code, and words where a document fixes them: `words`
     (the description with its values filled in) must fit the table's description, or come from `words_from` (a
     document quoting them, such as an ADR). A description that is only a placeholder is never compared otherwise."""
@@ -119,7 +119,7 @@ class Documented:
         return f"{self.status}/{self.err_code} '{self.expected_words}' ({source})"
 
 
-def assert_refused_as_documented(got: Refusal, documented: Documented, asked: str, observe=None) -> None:
+def assert_refused_as_documented(got: Refusal, documented: DocumentedRefusal, asked: str, observe=None) -> None:
     """Fails the check unless `got`, the answer to `asked`, is the documented refusal; where no document fixes its
     words, `observe` (the check's fixture) records the server's own."""
     if observe is not None and documented.expected_words is None:

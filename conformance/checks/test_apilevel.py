@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from jetcheck.conformance.documented_errors import Documented, Refusal, assert_refused_as_documented
+from jetcheck.conformance.documented_errors import DocumentedRefusal, Refusal, assert_refused_as_documented
 from jetcheck.conformance.jsapi import ApiError, api, create_consumer, stream_state
 from jetcheck.versions import parse_version
 
@@ -106,5 +106,5 @@ async def test_the_refusal_says_the_api_level_is_not_supported(nc, observe):
     got = Refusal(refused.get("code", 0), refused.get("err_code", 0), refused.get("description", ""))
     # the errors table gives the refusal's code (412/10185) and other words; ADR-44 fixes the words this rule is about
     words_from = f"{ADR44}: 'The request will error with api level not supported'"
-    documented = Documented(412, 10185, "api level not supported", words_from=words_from)
+    documented = DocumentedRefusal(412, 10185, "api level not supported", words_from=words_from)
     assert_refused_as_documented(got, documented, f"a request requiring api level {level + 1}")

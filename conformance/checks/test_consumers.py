@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from jetcheck.conformance.documented_errors import Documented, assert_refused_as_documented, refusal_of
+from jetcheck.conformance.documented_errors import DocumentedRefusal, assert_refused_as_documented, refusal_of
 from jetcheck.conformance.jsapi import (
     NS,
     ApiError,
@@ -274,7 +274,7 @@ async def test_conflicting_start_options_are_rejected_with_10094(nc, names, make
     with pytest.raises(ApiError) as rejected:
         await create_consumer(nc, stream.name, durable_name=names.consumer(), ack_policy="explicit", **config)
     assert_refused_as_documented(
-        refusal_of(rejected.value), Documented(400, 10094), f"a consumer with {config}", observe
+        refusal_of(rejected.value), DocumentedRefusal(400, 10094), f"a consumer with {config}", observe
     )
 
 
@@ -317,7 +317,7 @@ async def test_ack_policy_cannot_be_updated(nc, names, make_stream, observe):
     with pytest.raises(ApiError) as rejected:
         await create_consumer(nc, stream.name, durable_name=name, ack_policy="all")
     asked = "an update of ack_policy explicit to all"
-    assert_refused_as_documented(refusal_of(rejected.value), Documented(500, 10012), asked, observe)
+    assert_refused_as_documented(refusal_of(rejected.value), DocumentedRefusal(500, 10012), asked, observe)
     assert (await consumer_info(nc, stream.name, name))["config"]["ack_policy"] == "explicit"
 
 
@@ -468,7 +468,7 @@ async def test_backoff_longer_than_max_deliver_is_rejected_with_10116(
             nc, stream.name, durable_name=names.consumer(), ack_policy="explicit", max_deliver=2, backoff=backoff
         )
     assert_refused_as_documented(
-        refusal_of(rejected.value), Documented(400, 10116), "three backoff values with max_deliver 2"
+        refusal_of(rejected.value), DocumentedRefusal(400, 10116), "three backoff values with max_deliver 2"
     )
     try:
         equal = await create_consumer(
@@ -548,7 +548,7 @@ async def test_invalid_filters_are_rejected(nc, names, make_stream, filters, cod
               for k, v in filters.items()}  # fmt: skip
     with pytest.raises(ApiError) as rejected:
         await create_consumer(nc, stream.name, durable_name=names.consumer(), ack_policy="explicit", **rooted)
-    assert_refused_as_documented(refusal_of(rejected.value), Documented(400, code), f"a consumer with {filters}")
+    assert_refused_as_documented(refusal_of(rejected.value), DocumentedRefusal(400, code), f"a consumer with {filters}")
 
 
 # --- info counters -----------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from jetcheck.conformance.documented_errors import Documented, assert_refused_as_documented, refusal_of
+from jetcheck.conformance.documented_errors import DocumentedRefusal, assert_refused_as_documented, refusal_of
 from jetcheck.conformance.jsapi import NS, ApiError, create_stream, purge, stream_state
 
 pytestmark = pytest.mark.asyncio
@@ -70,7 +70,9 @@ async def test_duplicate_window_out_of_bounds_is_rejected_with_10052(nc, names, 
     name = names.stream()
     with pytest.raises(ApiError) as rejected:
         await create_stream(nc, name, [f"{names.subject()}.>"], **config)
-    assert_refused_as_documented(refusal_of(rejected.value), Documented(500, 10052), f"a stream with {config}", observe)
+    assert_refused_as_documented(
+        refusal_of(rejected.value), DocumentedRefusal(500, 10052), f"a stream with {config}", observe
+    )
 
 
 async def _stored_again(js, subject: str, msg_id: str, deadline_s: float, every_s: float) -> tuple[object, float]:

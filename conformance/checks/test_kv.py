@@ -34,7 +34,7 @@ from jetcheck.conformance.clients.base import (
     connected,
     refusal,
 )
-from jetcheck.conformance.documented_errors import Documented, assert_refused_as_documented, refusal_of
+from jetcheck.conformance.documented_errors import DocumentedRefusal, assert_refused_as_documented, refusal_of
 from jetcheck.conformance.jsapi import (
     NS,
     ApiError,
@@ -302,7 +302,7 @@ async def test_bucket_stream_refuses_message_delete(nc, bucket, observe):
     with pytest.raises(ApiError) as refused:
         await api(nc, f"$JS.API.STREAM.MSG.DELETE.{stream}", {"seq": 1})
     asked = "a message delete on the bucket's stream"
-    assert_refused_as_documented(refusal_of(refused.value), Documented(500, 10057), asked, observe)
+    assert_refused_as_documented(refusal_of(refused.value), DocumentedRefusal(500, 10057), asked, observe)
     assert len(await subject_messages(nc, stream, f"$KV.{bucket}.k")) == 1
 
 

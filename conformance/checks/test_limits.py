@@ -7,15 +7,15 @@ import time
 import pytest
 from nats.js.errors import APIError
 
-from jetcheck.conformance.documented_errors import Documented, assert_refused_as_documented, refusal_of
+from jetcheck.conformance.documented_errors import DocumentedRefusal, assert_refused_as_documented, refusal_of
 from jetcheck.conformance.jsapi import NS, ApiError, api, create_stream, eventually, stream_state
 
 pytestmark = pytest.mark.asyncio
 
 
 STORAGES = pytest.mark.parametrize("storage", ["file", "memory"])
-REJECTED_STORE = Documented(503, 10077)
-INVALID_CONFIG = Documented(500, 10052)
+REJECTED_STORE = DocumentedRefusal(503, 10077)
+INVALID_CONFIG = DocumentedRefusal(500, 10052)
 MAX_AGE_S = 2.0  # long enough that even a loaded machine looks well before it: a removal sooner is seen then
 # how long after max_age the server may take to remove expired messages (its expiry runs on a timer)
 EXPIRY_SLACK_S = 3.0
@@ -138,7 +138,7 @@ async def test_max_msg_size_counts_payload_and_headers(js, nc, make_stream, stor
     for payload, headers in too_large:
         error = await _rejected_publish(js, stream.subject("a"), payload, headers)
         asked = f"a publish over max_msg_size (headers={headers})"
-        assert_refused_as_documented(refusal_of(error), Documented(400, 10054), asked)
+        assert_refused_as_documented(refusal_of(error), DocumentedRefusal(400, 10054), asked)
     assert (await stream_state(nc, stream.name)).messages == 1
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from nats.js.errors import BadRequestError
 
-from jetcheck.conformance.documented_errors import Documented, assert_refused_as_documented, refusal_of
+from jetcheck.conformance.documented_errors import DocumentedRefusal, assert_refused_as_documented, refusal_of
 from jetcheck.conformance.jsapi import purge, stream_state
 from jetcheck.versions import parse_version
 
@@ -43,7 +43,9 @@ async def test_expected_last_sequence_mismatch_is_rejected_with_10071(js, nc, ma
     with pytest.raises(BadRequestError) as rejected:
         await js.publish(stream.subject("a"), b"3", headers={"Nats-Expected-Last-Sequence": "1"})
     asked = "a publish expecting last sequence 1 where it is 2"
-    assert_refused_as_documented(refusal_of(rejected.value), Documented(400, 10071, "wrong last sequence: 2"), asked)
+    assert_refused_as_documented(
+        refusal_of(rejected.value), DocumentedRefusal(400, 10071, "wrong last sequence: 2"), asked
+    )
     ack = await js.publish(stream.subject("a"), b"3", headers={"Nats-Expected-Last-Sequence": "2"})
     assert ack.seq == 3
     assert (await stream_state(nc, stream.name)).messages == 3

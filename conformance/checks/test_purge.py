@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jetcheck.conformance.documented_errors import Documented, assert_refused_as_documented, refusal_of
+from jetcheck.conformance.documented_errors import DocumentedRefusal, assert_refused_as_documented, refusal_of
 from jetcheck.conformance.jsapi import ApiError, api, purge, stream_state
 from jetcheck.conformance.model import StreamState
 
@@ -162,7 +162,9 @@ async def test_purge_of_an_unknown_stream_is_rejected_with_10059(nc, names):
     """Purging a stream that does not exist is rejected with 404/10059."""
     with pytest.raises(ApiError) as rejected:
         await purge(nc, names.stream("MISSING"))
-    assert_refused_as_documented(refusal_of(rejected.value), Documented(404, 10059), "a purge of a missing stream")
+    assert_refused_as_documented(
+        refusal_of(rejected.value), DocumentedRefusal(404, 10059), "a purge of a missing stream"
+    )
 
 
 @pytest.mark.rule("purge.consumer-moves-forward")

@@ -9,14 +9,14 @@ import nats.errors
 import pytest
 from nats.aio.msg import Msg
 
-from jetcheck.conformance.documented_errors import Documented, assert_refused_as_documented, refusal_of
+from jetcheck.conformance.documented_errors import DocumentedRefusal, assert_refused_as_documented, refusal_of
 from jetcheck.conformance.jsapi import ApiError, api, epoch_seconds, purge, rfc3339, stream_state
 from jetcheck.conformance.silence import answering
 
 pytestmark = pytest.mark.asyncio
 
 
-NO_MESSAGE = Documented(404, 10037)
+NO_MESSAGE = DocumentedRefusal(404, 10037)
 DIRECT_TIMEOUT_S = 1.0
 NO_REPLY_TIMEOUT_S = 0.5
 DIRECT_HEADERS = ("Nats-Stream", "Nats-Sequence", "Nats-Subject", "Nats-Time-Stamp")
@@ -44,7 +44,7 @@ async def _get(nc, stream, **request) -> dict:
         pytest.fail(f"MSG.GET {request} is documented to answer a stored message; the server refused it: {error}")
 
 
-async def _get_refused(nc, stream, documented: Documented, **request) -> None:
+async def _get_refused(nc, stream, documented: DocumentedRefusal, **request) -> None:
     """MSG.GET `request` is refused as `documented`."""
     with pytest.raises(ApiError) as rejected:
         await api(nc, f"$JS.API.STREAM.MSG.GET.{stream.name}", request)
@@ -220,7 +220,7 @@ async def test_get_without_or_with_conflicting_options_is_rejected_with_10003(js
     stream = await _filled(js, make_stream)
     if "last_by_subj" in request_:
         request_ = {**request_, "last_by_subj": stream.subject("a")}
-    await _get_refused(nc, stream, Documented(400, 10003), **request_)
+    await _get_refused(nc, stream, DocumentedRefusal(400, 10003), **request_)
 
 
 @pytest.mark.rule("reads.direct-get")
@@ -554,9 +554,9 @@ async def test_delete_of_a_missing_sequence_is_rejected(js, nc, make_stream):
     await _deleted(nc, stream, 3)
     # below the first and beyond the last: 10057, whose words (`{err}` in the errors table) are nats-server's
     expected = {
-        1: Documented(500, 10057),
-        3: Documented(400, 10043, "sequence 3 not found"),
-        99: Documented(500, 10057),
+        1: DocumentedRefusal(500, 10057),
+        3: DocumentedRefusal(400, 10043, "sequence 3 not found"),
+        99: DocumentedRefusal(500, 10057),
     }
     for seq, documented in expected.items():
         with pytest.raises(ApiError) as rejected:
@@ -572,5 +572,5 @@ async def test_delete_on_a_deny_delete_stream_is_rejected(js, nc, make_stream):
     stream = await _filled(js, make_stream, deny_delete=True)
     with pytest.raises(ApiError) as rejected:
         await _delete(nc, stream, 1)
-    assert_refused_as_documented(refusal_of(rejected.value), Documented(500, 10057), "a delete with deny_delete")
+    assert_refused_as_documented(refusal_of(rejected.value), DocumentedRefusal(500, 10057), "a delete with deny_delete")
     assert _seq_and_payload(await _get(nc, stream, seq=1)) == (1, b"one")

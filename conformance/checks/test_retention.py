@@ -5,7 +5,7 @@ from __future__ import annotations
 import nats.errors
 import pytest
 
-from jetcheck.conformance.documented_errors import Documented, Refusal, assert_refused_as_documented, refusal_of
+from jetcheck.conformance.documented_errors import DocumentedRefusal, Refusal, assert_refused_as_documented, refusal_of
 from jetcheck.conformance.jsapi import ApiError, api, eventually, stream_state
 from jetcheck.conformance.silence import answering
 
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.asyncio
 
 FETCH_S = 2.0
 REMOVAL_S = 2.0
-NOT_UNIQUE = Documented(400, 10100)
+NOT_UNIQUE = DocumentedRefusal(400, 10100)
 
 
 async def _consumer(nc, stream, name: str, **config) -> dict:
@@ -166,7 +166,7 @@ async def test_workqueue_consumer_without_explicit_ack_is_rejected(nc, make_stre
     extra = {"deliver_subject": names.subject("deliver")} if push else {}
     rejection = await _rejected_consumer(nc, stream, names.consumer(), ack_policy=ack_policy, **extra)
     asked = f"a WorkQueue {'push' if push else 'pull'} consumer with ack {ack_policy}"
-    assert_refused_as_documented(rejection, Documented(400, 10098), asked)
+    assert_refused_as_documented(rejection, DocumentedRefusal(400, 10098), asked)
 
 
 @pytest.mark.rule("retention.workqueue-pull-ack-none")
@@ -185,7 +185,9 @@ async def test_workqueue_consumer_must_deliver_all(nc, make_stream, names, deliv
     stream = await make_stream(retention="workqueue")
     extra = {"filter_subject": stream.subject("a")} if deliver_policy == "last_per_subject" else {}
     rejection = await _rejected_consumer(nc, stream, names.consumer(), deliver_policy=deliver_policy, **extra)
-    assert_refused_as_documented(rejection, Documented(400, 10101), f"a WorkQueue consumer delivering {deliver_policy}")
+    assert_refused_as_documented(
+        rejection, DocumentedRefusal(400, 10101), f"a WorkQueue consumer delivering {deliver_policy}"
+    )
 
 
 @pytest.mark.rule("retention.workqueue-one-unfiltered")
@@ -194,7 +196,7 @@ async def test_workqueue_accepts_one_unfiltered_consumer(nc, make_stream, names)
     stream = await make_stream(retention="workqueue")
     await _consumer(nc, stream, names.consumer())
     rejection = await _rejected_consumer(nc, stream, names.consumer())
-    assert_refused_as_documented(rejection, Documented(400, 10099), "a second unfiltered WorkQueue consumer")
+    assert_refused_as_documented(rejection, DocumentedRefusal(400, 10099), "a second unfiltered WorkQueue consumer")
 
 
 @pytest.mark.rule("retention.workqueue-overlapping-filters")

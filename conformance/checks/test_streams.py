@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from jetcheck.conformance.checks.answers import refused
-from jetcheck.conformance.documented_errors import Documented, assert_refused_as_documented, refusal_of
+from jetcheck.conformance.documented_errors import DocumentedRefusal, assert_refused_as_documented, refusal_of
 from jetcheck.conformance.jsapi import ApiError, api, create_stream, stream_state
 
 pytestmark = pytest.mark.asyncio
 
 
-INVALID_CONFIG = Documented(500, 10052)
-NOT_FOUND = Documented(404, 10059)
+INVALID_CONFIG = DocumentedRefusal(500, 10052)
+NOT_FOUND = DocumentedRefusal(404, 10059)
 
 
 async def _update(nc, stream, **changes):
@@ -21,7 +21,7 @@ async def _update(nc, stream, **changes):
     return (await api(nc, f"$JS.API.STREAM.UPDATE.{stream.name}", body))["config"]
 
 
-async def _update_refused(nc, stream, documented: Documented, **changes) -> None:
+async def _update_refused(nc, stream, documented: DocumentedRefusal, **changes) -> None:
     """An update of `stream` with `changes` is refused as `documented`."""
     body = {**stream.config, **changes}
     asked = f"an update of {stream.name} with {changes}"
@@ -76,7 +76,9 @@ async def test_create_with_a_different_config_is_rejected_with_10058(js, nc, mak
     rejection = await refused(
         nc, f"$JS.API.STREAM.CREATE.{stream.name}", again, "creating an existing stream with another max_msgs"
     )
-    assert_refused_as_documented(rejection, Documented(400, 10058), "creating an existing stream with another max_msgs")
+    assert_refused_as_documented(
+        rejection, DocumentedRefusal(400, 10058), "creating an existing stream with another max_msgs"
+    )
     info = await _info(nc, stream.name)
     assert info["config"]["max_msgs"] == 10 and info["state"]["messages"] == 1, f"stream changed: {info}"
 
@@ -90,7 +92,7 @@ async def test_create_with_overlapping_subjects_is_rejected_with_10065(nc, make_
     rejection = await refused(
         nc, f"$JS.API.STREAM.CREATE.{name}", overlapping, "a stream on subjects another stream has"
     )
-    assert_refused_as_documented(rejection, Documented(400, 10065), "a stream on subjects another stream has")
+    assert_refused_as_documented(rejection, DocumentedRefusal(400, 10065), "a stream on subjects another stream has")
 
 
 @pytest.mark.rule("streams.update-editable")

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from jetcheck.conformance.checks.answers import refused
-from jetcheck.conformance.documented_errors import Documented, assert_refused_as_documented
+from jetcheck.conformance.documented_errors import DocumentedRefusal, assert_refused_as_documented
 from jetcheck.conformance.jsapi import NS, api, eventually, get_message, publish_raw, stream_state, subject_messages
 
 pytestmark = pytest.mark.asyncio
@@ -110,7 +110,7 @@ async def test_allow_msg_ttl_cannot_be_turned_off(nc, make_stream):
     stream = await _ttl_stream(make_stream)
     body = {**stream.config, "allow_msg_ttl": False}
     rejection = await refused(nc, f"$JS.API.STREAM.UPDATE.{stream.name}", body, "turning allow_msg_ttl off")
-    documented = Documented(500, 10052, "message TTL status can not be disabled", words_from=ADR43_ERRORS)
+    documented = DocumentedRefusal(500, 10052, "message TTL status can not be disabled", words_from=ADR43_ERRORS)
     assert_refused_as_documented(rejection, documented, "turning allow_msg_ttl off")
     assert (await api(nc, f"$JS.API.STREAM.INFO.{stream.name}"))["config"].get("allow_msg_ttl") is True
 
@@ -122,7 +122,9 @@ async def test_a_marker_ttl_below_one_second_is_refused(nc, names):
     body = {"name": name, "subjects": [f"{names.subject()}.>"], "allow_msg_ttl": True,
             "subject_delete_marker_ttl": NS // 2}  # fmt: skip
     rejection = await refused(nc, f"$JS.API.STREAM.CREATE.{name}", body, "a subject_delete_marker_ttl of 500 ms")
-    documented = Documented(500, 10052, "subject delete marker TTL must be at least 1 second", words_from=ADR43_ERRORS)
+    documented = DocumentedRefusal(
+        500, 10052, "subject delete marker TTL must be at least 1 second", words_from=ADR43_ERRORS
+    )
     assert_refused_as_documented(rejection, documented, "a subject_delete_marker_ttl of 500 ms")
 
 

@@ -10,7 +10,7 @@ import pytest
 from jetcheck.conformance.documented_errors import (
     ERRORS_TABLE,
     TABLE,
-    Documented,
+    DocumentedRefusal,
     Refusal,
     assert_refused_as_documented,
 )
@@ -79,11 +79,11 @@ def words_compared_by_hand(source: str) -> list[int]:
 
 
 def test_no_check_compares_an_error_description_by_hand():
-    """Every check compares a refusal through Documented, so its words are compared only where a document fixes them."""
+    """Every check compares a refusal through DocumentedRefusal: words only where a document fixes them."""
     found = {
         path.name: lines for path in sorted(CHECKS.glob("*.py")) if (lines := words_compared_by_hand(path.read_text()))
     }
-    assert not found, f"compare refusals through conformance.documented_errors.Documented: {found}"
+    assert not found, f"compare refusals through conformance.documented_errors.DocumentedRefusal: {found}"
 
 
 @pytest.mark.parametrize(
@@ -109,7 +109,7 @@ def test_a_pull_status_description_is_not_an_api_error():
 
 def test_words_the_table_does_not_fix_are_not_compared():
     """10052's description is `{err}` in the errors table: any words pass, the code must match."""
-    documented = Documented(500, 10052)
+    documented = DocumentedRefusal(500, 10052)
     assert documented.expected_words is None
     assert documented.deviation(Refusal(500, 10052, "whatever nats-server says")) is None
     assert documented.deviation(Refusal(400, 10052, "x")) == "refused with 400/10052"
@@ -117,9 +117,10 @@ def test_words_the_table_does_not_fix_are_not_compared():
 
 def test_words_the_table_fixes_are_compared():
     assert (
-        Documented(404, 10059).deviation(Refusal(404, 10059, "stream gone")) == "refused with the words 'stream gone'"
+        DocumentedRefusal(404, 10059).deviation(Refusal(404, 10059, "stream gone"))
+        == "refused with the words 'stream gone'"
     )
-    filled = Documented(400, 10071, "wrong last sequence: 2")
+    filled = DocumentedRefusal(400, 10071, "wrong last sequence: 2")
     assert filled.deviation(Refusal(400, 10071, "wrong last sequence: 2")) is None
     assert filled.deviation(Refusal(400, 10071, "wrong last sequence: 3")) is not None
 
@@ -131,11 +132,11 @@ def test_words_the_table_fixes_are_compared():
 )
 def test_an_expectation_the_documents_do_not_back_is_refused(status, code, words):
     with pytest.raises(ValueError, match="errors"):
-        Documented(status, code, words)
+        DocumentedRefusal(status, code, words)
 
 
 def test_words_from_another_document_are_compared_and_named():
-    ttl = Documented(500, 10052, "message TTL status can not be disabled", words_from="ADR-43")
+    ttl = DocumentedRefusal(500, 10052, "message TTL status can not be disabled", words_from="ADR-43")
     assert ttl.deviation(Refusal(500, 10052, "another reason")) is not None
     with pytest.raises(AssertionError, match="ADR-43"):
         assert_refused_as_documented(Refusal(500, 10052, "another reason"), ttl, "turning TTLs off")
