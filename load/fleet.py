@@ -177,22 +177,50 @@ class LogReceiver:
         return kept
 
 
-def place_on_master_axis(source: Path, target: Path, axis: MasterAxis | None) -> int:
-    """Write op-log file `source` to `target` with its times moved onto the master's clock; its rows."""
+def place_on_master_axis(
+    source: Path, target: Path, axis: MasterAxis | None, publishers: dict[int, MasterAxis | None] | None = None
+) -> int:
+    """Write op-log file `source` to `target` with its times moved onto the master's clock; its rows.
+
+    An end-to-end latency is the consumer's delivery time minus the publisher's stamp, two clocks when they ran on
+    different hosts: it is corrected by both, the publisher found by the pid in the message's subject
+    (``<prefix>.load.<pid>.<user>``) in `publishers` (pid -> that worker's axis; a pid not there, or shared by two
+    workers and so given as None, leaves the latency as measured)."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     table = pq.read_table(source)
     if axis is not None and "intended_ns" in table.column_names:
+        end_local = table.column("end_ns").to_numpy()
         for name in TIME_COLUMNS:
             index = table.schema.get_field_index(name)
             shifted = axis.shift(table.column(name).to_numpy())
             table = table.set_column(index, table.schema.field(index), pa.array(shifted, pa.int64()))
+        e2e = table.column("e2e_ns").to_numpy().copy()
+        stamped = e2e >= 0
+        if stamped.any() and publishers:
+            subjects = np.asarray(table.column("subject").to_pylist(), dtype=object)
+            delivered = table.column("end_ns").to_numpy()  # on the master's clock now
+            for subject in set(subjects[stamped]):
+                publisher = publishers.get(_publisher_pid(subject))
+                if publisher is None:
+                    continue
+                rows = stamped & (subjects == subject)
+                e2e[rows] = delivered[rows] - publisher.shift(end_local[rows] - e2e[rows])
+            index = table.schema.get_field_index("e2e_ns")
+            table = table.set_column(index, table.schema.field(index), pa.array(e2e, pa.int64()))
     target.parent.mkdir(parents=True, exist_ok=True)
     part = target.with_name("." + target.name + ".part")
     pq.write_table(table, part, compression="snappy")
     os.replace(part, target)
     return table.num_rows
+
+
+def _publisher_pid(subject: str) -> int | None:
+    """The publishing process's pid in a load subject (``<prefix>.load.<pid>.<user>``), None in any other."""
+    parts = subject.split(".")
+    return int(parts[-2]) if len(parts) >= 4 and parts[-3] == "load" and parts[-2].isdigit() else None
 
 
 @dataclass

@@ -21,7 +21,7 @@ from locust.runners import STATE_MISSING
 from jetcheck.records import OPS_DIR
 
 from . import fleet
-from .clock import ClockReading, time_ns
+from .clock import ClockReading, MasterAxis, time_ns
 
 logger = logging.getLogger("jetcheck.load")
 
@@ -133,15 +133,23 @@ class FleetMaster:
 
     def finish(self) -> list[dict[str, Any]]:
         """Place every worker's received files on the master's clock under ops/; each worker's load.json entry."""
+        publishers: dict[int, MasterAxis | None] = {}
+        for record in self.records.values():
+            if record.pid is not None:  # a pid two hosts share names no one publisher: its latencies stay as measured
+                publishers[record.pid] = None if record.pid in publishers else record.axis()
         for record in self.records.values():
             axis = record.axis()
+            drained = record.drained or {}
+            if axis is not None and drained.get("own_folder") and drained.get("stopping_ns") is not None:
+                drained["stopping_ns"] = int(axis.shift(drained["stopping_ns"]))  # as its log's times
             incoming = self.receiver.incoming_dir(record.label)
             for relative in self.receiver.received.get(record.label, []):
                 source = incoming / relative
                 folder, name = Path(relative).parent, Path(relative).name
                 stem = name.split("-", 1)
                 target = self.out_dir / folder / f"{stem[0]}-{record.label}-{stem[1] if len(stem) > 1 else name}"
-                rows = fleet.place_on_master_axis(source, target, axis if str(folder) == OPS_DIR else None)
+                is_log = str(folder) == OPS_DIR
+                rows = fleet.place_on_master_axis(source, target, axis if is_log else None, publishers)
                 source.unlink()
                 record.files.append({"file": str(target.relative_to(self.out_dir)), "rows": rows})
             record.partial_files = self.receiver.unfinished(record.label)

@@ -23,8 +23,8 @@ def fleet_clock_note(bound_ns: int) -> str:
     return (
         "intended, sent and acked times of every worker are on the master's clock: each worker's offset was "
         f"measured at the start and the end over Locust's channel and removed, to within {bound_ns / 1e6:.3f} ms "
-        "(half the best round trip); e2e_ns between hosts is a difference of two clocks and holds only to within "
-        "twice that"
+        "(half the best round trip); e2e_ns from a publisher on one host to a consumer on another is corrected by "
+        "both offsets and holds to within twice that"
     )
 
 

@@ -147,3 +147,24 @@ def test_the_master_prints_the_command_a_worker_runs():
     assert fleet_cli.worker_command(args) == "jetcheck load --worker --master-host 10.1.2.3 --master-port 6000"
     everywhere = fleet_cli.worker_command(_args(load_master=True, expect_workers=3, master_bind_host="0.0.0.0"))
     assert "--master-host 0.0.0.0" not in everywhere
+
+
+def test_an_end_to_end_latency_between_two_hosts_is_corrected_by_both_clocks(tmp_path):
+    """The publisher (pid 41) runs 100 ms behind the master, the consumer 250 ms ahead; a message delivered 1 ms
+    after it was stamped measures 351 ms on the raw clocks and 1 ms once both offsets are removed. A subject whose
+    publisher is unknown keeps its latency as measured."""
+    true_stamp = 5_000 * MS
+    delivered_local = true_stamp + 1 * MS + 250 * MS
+    stamp_local = true_stamp - 100 * MS
+    rows = array("q")
+    for ctx in (0, 1):
+        rows.extend((ctx, delivered_local, delivered_local, delivered_local, 0, 0, 1, 1, delivered_local - stamp_local))
+    contexts = ((0, "consume", "S", "jc1.load.41.0", 8), (0, "consume", "S", "jc1.load.99.0", 8))
+    source = tmp_path / "ops-7-0.parquet"
+    pq.write_table(rows_to_table(rows, contexts, ("",), "run", "end-to-end", 7), source)
+    consumer = MasterAxis(ClockReading(0, 250 * MS + 1, 2))
+    publisher = MasterAxis(ClockReading(0, -100 * MS + 1, 2))
+    fleet.place_on_master_axis(source, tmp_path / "placed.parquet", consumer, {41: publisher, 7: consumer})
+    placed = pq.read_table(tmp_path / "placed.parquet")
+    assert placed["e2e_ns"].to_pylist() == [1 * MS, 351 * MS]
+    assert placed["end_ns"].to_pylist() == [true_stamp + 1 * MS] * 2
