@@ -5,8 +5,9 @@ Everything travels over Locust's own worker/master channel (`runner.send_message
 - **Clocks.** At test start and stop the master pings each worker (`CLOCK_PING`), the worker answers with its
   clock (`CLOCK_PONG`); `clock.ClockReading` turns a round trip into an offset and an error bound.
 - **Logs.** A worker on a host of its own (started by ``jetcheck load --worker``, which gives it a folder of its
-  own in `WORKER_DIR_VARIABLE`) writes its op log there; when drained it sends every file in chunks
-  (`LOG_CHUNK`), each with the SHA-256 of its bytes and of the whole file. The master (`LogReceiver`) checks
+  own in `WORKER_DIR_VARIABLE`) writes its op log there, rolled every SHIP_EVERY_S, and sends each finished file in
+  chunks (`LOG_CHUNK`, `LogShipper`) as it goes and the rest when drained, each chunk with the SHA-256 of its bytes
+  and of the whole file. The master (`LogReceiver`) checks
   both, keeps a file only when every chunk arrived intact, and at the end moves the file's times onto its own
   clock (`place_on_master_axis`) into ``ops/``, named after the worker so that files of hosts with equal pids
   cannot collide.
@@ -35,6 +36,7 @@ LOG_CHUNK = "jetcheck_log_chunk"
 WORKER_DIR_VARIABLE = "JETCHECK_LOAD_WORKER_DIR"  # set by `jetcheck load --worker`: this worker's own folder
 CHUNK_BYTES = 256 * 1024  # well under what a Locust message carries comfortably
 CLOCK_ROUNDS = 8
+SHIP_EVERY_S = 2.0  # a fleet worker's log rolls, and its finished files go to the master, this often
 PONG_TIMEOUT_S = 2.0
 INCOMING_DIR = ".incoming"  # under ops/: hidden from Spark and pyarrow (names starting with '.')
 PARTIAL_DIR = "partial"  # what arrived of a file whose other chunks never did, as raw bytes
@@ -89,14 +91,31 @@ def shipped_files(run_dir: Path) -> list[tuple[Path, str]]:
     return found
 
 
-def ship(run_dir: Path, send: Callable[[str, dict], None]) -> list[dict[str, Any]]:
-    """Send every finished file of `run_dir` to the master; the manifest the DRAINED message carries."""
-    manifest = []
-    for path, relative in shipped_files(run_dir):
-        for message in file_chunks(path, relative):
-            send(LOG_CHUNK, message)
-        manifest.append({"file": relative, "bytes": path.stat().st_size})
-    return manifest
+class LogShipper:
+    """A worker's side of LOG_CHUNK: sends each finished file of its run folder once. A fleet worker's log rolls
+    every SHIP_EVERY_S and `ship_new` runs that often, so a worker that dies mid-run has left the master its log up
+    to its last seconds. `prepare` runs the reading and hashing (gevent's thread pool on a worker: hashlib and
+    file reads release the GIL, so the load's loop keeps turning meanwhile)."""
+
+    def __init__(
+        self, run_dir: Path, send: Callable[[str, dict], None], prepare: Callable[[Callable], Any] | None = None
+    ) -> None:
+        self.run_dir = Path(run_dir)
+        self.send = send
+        self.prepare = prepare or (lambda work: work())
+        self.sent: dict[str, int] = {}  # relative name -> bytes, in the order sent
+
+    def ship_new(self) -> None:
+        for path, relative in shipped_files(self.run_dir):
+            if relative in self.sent:
+                continue
+            for message in self.prepare(lambda path=path, relative=relative: list(file_chunks(path, relative))):
+                self.send(LOG_CHUNK, message)
+            self.sent[relative] = path.stat().st_size
+
+    def manifest(self) -> list[dict[str, Any]]:
+        """What the DRAINED message says was sent."""
+        return [{"file": relative, "bytes": size} for relative, size in self.sent.items()]
 
 
 class ChunkError(Exception):

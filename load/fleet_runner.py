@@ -35,6 +35,30 @@ def register_worker(runner) -> None:
     runner.register_message(fleet.CLOCK_PING, ping)
 
 
+class WorkerShipping:
+    """A fleet worker's LogShipper run every SHIP_EVERY_S in a greenlet, from its log's opening to the drain."""
+
+    def __init__(self, run_dir: Path, runner) -> None:
+        threadpool = gevent.get_hub().threadpool
+        self.shipper = fleet.LogShipper(run_dir, runner.send_message, threadpool.apply)
+        self._stopping = Event()
+        self._greenlet = gevent.spawn(self._run)
+
+    def _run(self) -> None:
+        while not self._stopping.wait(fleet.SHIP_EVERY_S):
+            try:
+                self.shipper.ship_new()
+            except OSError as exc:  # a file that went away: the drain's last pass reports what did not arrive
+                logger.error("jetcheck: shipping the log failed: %s", exc)
+
+    def finish(self) -> list[dict[str, Any]]:
+        """Stop the greenlet (after the file it is sending), send what is left; the manifest."""
+        self._stopping.set()
+        self._greenlet.join()
+        self.shipper.ship_new()
+        return self.shipper.manifest()
+
+
 class FleetMaster:
     """One test's workers as the master sees them."""
 

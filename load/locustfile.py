@@ -34,7 +34,7 @@ from jetcheck.fixtures.target import Target, speaks_tls
 from jetcheck.load import bridge, fleet, runfile
 from jetcheck.load.clock import time_ns
 from jetcheck.load.driven_users import client_description, driven_class, driver_for, is_driven
-from jetcheck.load.fleet_runner import FleetMaster, register_worker
+from jetcheck.load.fleet_runner import FleetMaster, WorkerShipping, register_worker
 from jetcheck.load.monitor import MonitorSampler, default_monitor_url, reachable
 from jetcheck.load.oplog import OpLog
 from jetcheck.load.scenarios import (
@@ -68,6 +68,7 @@ _cpu_at_start = 0.0  # this process's CPU seconds when the test started (load.js
 _roles_here: set[str] = set()  # the roles this process's users played in the current test
 _stopping: dict[str, int] = {}  # "ns": when this process was first asked to stop in the current test
 _environment: dict[str, Any] = {}  # "env": Locust's environment (the quit event does not carry it)
+_shipping: dict[str, WorkerShipping] = {}  # "current": a fleet worker's log on its way to the master
 
 
 @events.init_command_line_parser.add_listener
@@ -97,7 +98,11 @@ def process_oplog(settings: LoadSettings) -> OpLog:
     """This process's op log, (re)opened for the current run."""
     global _oplog
     if _oplog is None or _oplog.closed or _oplog.run_id != settings.run_id or _oplog.pid != os.getpid():
-        _oplog = OpLog(Path(settings.out_dir), settings.run_id, settings.scenario)
+        if fleet.worker_dir() is None:
+            _oplog = OpLog(Path(settings.out_dir), settings.run_id, settings.scenario)
+        else:  # a worker for a master elsewhere: its files travel as they are finished
+            _oplog = OpLog(Path(settings.out_dir), settings.run_id, settings.scenario, roll_seconds=fleet.SHIP_EVERY_S)
+            _shipping["current"] = WorkerShipping(Path(settings.out_dir), _environment["env"].runner)
         bridge.process_loop().call_soon_threadsafe(_start_flusher, _oplog)
     return _oplog
 
@@ -293,10 +298,8 @@ def register_messages(environment) -> None:
             environment.runner.stop()  # stops users (each drains) and fires test_stop (closes the log)
             rows = close_oplog()
             cpu_s = round(time.process_time() - _cpu_at_start, 3)  # before shipping: that is not the load's cost
-            shipped = []
-            if fleet.worker_dir() is not None and environment.parsed_options is not None:
-                settings = settings_from(environment.parsed_options)
-                shipped = fleet.ship(Path(settings.out_dir), environment.runner.send_message)
+            shipping = _shipping.pop("current", None)
+            shipped = shipping.finish() if shipping else []
             options = environment.parsed_options
             environment.runner.send_message(
                 DRAINED,

@@ -15,7 +15,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -23,6 +22,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
+from jetcheck.conformance.jsapi import eventually
 from jetcheck.fixtures.process import free_port
 from jetcheck.load import runfile
 from jetcheck.load.clock import OFFSET_VARIABLE
@@ -132,32 +132,22 @@ def test_three_workers_log_to_the_masters_folder_on_its_clock(tmp_path, embedded
 
 @pytest.mark.asyncio
 async def test_a_worker_killed_mid_run_makes_an_incomplete_run_that_names_it(tmp_path, embedded_server):
-    """SIGKILL to one worker while the load runs: the command fails, load.json names that worker and marks the run
-    incomplete, and the other two workers' logs are kept whole."""
-    prefix = new_run_prefix()
-    nc = await embedded_server.connect()
-    try:
-        js = nc.jetstream()
-        with fleet(tmp_path, embedded_server, prefix, "6s", 300) as (master, workers, _folders):
+    """SIGKILL to one worker once every worker has sent the master a first file: the command fails, load.json names
+    that worker and marks the run incomplete, what it had sent is kept, and the other two workers' logs are whole."""
+    with fleet(tmp_path, embedded_server, new_run_prefix(), "10s", 300) as (master, workers, _folders):
+        incoming = tmp_path / "master" / "ops" / ".incoming"
 
-            async def loading() -> bool:
-                try:
-                    return (await js.stream_info(f"{prefix}_LOAD_PUBLISH_ASYNC")).state.messages >= 200
-                except Exception:  # the master has not made the stream yet
-                    return False
+        async def every_worker_sent_a_file() -> bool:  # files roll and travel every fleet.SHIP_EVERY_S
+            return len({path.parts[-3] for path in incoming.glob("*/ops/*.parquet")}) == WORKERS
 
-            deadline = time.monotonic() + BOUND_S
-            while not await loading():
-                assert time.monotonic() < deadline and master.poll() is None, "the load never started"
-                await asyncio.sleep(0.1)
-            victim = psutil.Process(workers[1].pid)
-            locusts = victim.children(recursive=True)  # Locust runs in a session of its own: each is killed
-            for process in [victim, *locusts]:
-                process.kill()
-            locust_pids = {process.pid for process in locusts}
-            rc, output = await asyncio.to_thread(finish, master)
-    finally:
-        await nc.close()
+        assert await eventually(every_worker_sent_a_file, BOUND_S), "not every worker sent a file in time"
+        assert master.poll() is None, "the run ended before a worker could be killed"
+        victim = psutil.Process(workers[1].pid)
+        locusts = victim.children(recursive=True)  # Locust runs in a session of its own: each is killed
+        for process in [victim, *locusts]:
+            process.kill()
+        locust_pids = {process.pid for process in locusts}
+        rc, output = await asyncio.to_thread(finish, master)
     assert rc == 1, output
     run = runfile.read(tmp_path / "master")
     assert not run["complete"]
@@ -168,10 +158,10 @@ async def test_a_worker_killed_mid_run_makes_an_incomplete_run_that_names_it(tmp
     assert f"incomplete run, missing {dead[0]['worker']}" in output
     alive = [w for w in run["workers"] if w["complete"]]
     assert len(alive) == 2 and all(w["rows_received"] == w["ops"] > 0 for w in alive)
+    assert dead[0]["rows_received"] > 0 and dead[0]["files"], "what the killed worker had sent was not kept"
+    assert dead[0]["ops"] is None  # it never said how many it logged
     table = ops_table(tmp_path / "master")
     assert table.num_rows == sum(w["rows_received"] for w in run["workers"])
-    assert set(table["process"].to_pylist()) == {w["pid"] for w in alive} | (
-        {dead[0]["pid"]} if dead[0]["rows_received"] else set()
-    )
+    assert set(table["process"].to_pylist()) == {w["pid"] for w in run["workers"]}
     # what the killed worker stored is on the server but not in the log: the run says so instead of looking whole
     assert table.num_rows < run["server"]["stream"]["messages"]
