@@ -2,8 +2,10 @@
 
 The command starts the server when --server is local/system, runs Locust as a subprocess bounded in time
 (``-t`` plus a hard deadline), then prints an exact summary from the op log and checks it against what the server
-stored. The same locustfile runs under Locust's web UI: ``locust -f $(python -c 'import jetcheck.load.locustfile as
-m; print(m.__file__)') --jetcheck-scenario publish-async --jetcheck-server nats://127.0.0.1:4222``.
+stored. With --master it runs Locust's master for workers on other hosts, and --worker runs one of them
+(jetcheck.load.fleet_cli). The same locustfile runs under Locust's web UI: ``locust -f $(python -c 'import
+jetcheck.load.locustfile as m; print(m.__file__)') --jetcheck-scenario publish-async --jetcheck-server
+nats://127.0.0.1:4222``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ interval: response_time = mean latency in ms of that batch, response_length = by
 
 The master (or the single local process) creates the scenario's stream at test start, samples the monitoring
 endpoints, and at test stop waits for every worker to have flushed its log, reads what the server stored, deletes
-what the run created and writes ``<out>/load.json``.
+what the run created and writes ``<out>/load.json``. Across hosts (``jetcheck load --master``/``--worker``) the
+master also reads every worker's clock at start and stop and gathers their logs (jetcheck.load.fleet_runner).
 """
 
 from __future__ import annotations
