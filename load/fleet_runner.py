@@ -24,6 +24,7 @@ from . import fleet
 from .clock import ClockReading, MasterAxis, time_ns
 
 logger = logging.getLogger("jetcheck.load")
+MISSING_GRACE_S = 5.0
 
 
 def register_worker(runner) -> None:
@@ -145,14 +146,23 @@ class FleetMaster:
         if record is not None:
             record.drained = data
 
-    def wait_drained(self, timeout_s: float) -> None:
-        """Until every worker of the fleet has drained, or is missing (Locust's heartbeat: a few seconds), or the
-        time is up."""
+    def wait_drained(self, timeout_s: float, missing_grace_s: float = MISSING_GRACE_S) -> None:
+        """Until every worker of the fleet has drained, or the time is up. A worker Locust calls missing (no
+        heartbeat for three seconds: dead, or only starved of CPU) is waited for `missing_grace_s` more once every
+        other worker has answered, since the drain message reached it too and a starved one still answers."""
         deadline = time.monotonic() + timeout_s
+        grace_ends = None
         while time.monotonic() < deadline:
-            alive = set(self.live_workers())
-            if all(record.drained is not None or record.client_id not in alive for record in self.records.values()):
+            waiting = [record for record in self.records.values() if record.drained is None]
+            if not waiting:
                 return
+            alive = set(self.live_workers())
+            if all(record.client_id not in alive for record in waiting):
+                grace_ends = grace_ends or time.monotonic() + missing_grace_s
+                if time.monotonic() >= grace_ends:
+                    return
+            else:
+                grace_ends = None
             gevent.sleep(0.05)  # the answers arrive as messages, handled by another greenlet
 
     def finish(self) -> list[dict[str, Any]]:
