@@ -242,6 +242,12 @@ def run(args) -> int:
                 flush=True,
             )
             deadline_s += fleet_cli.WORKERS_WAIT_S
+            if target.managed and args.master_bind_host not in fleet_cli.LOOPBACK_HOSTS:
+                print(
+                    f"jetcheck load: the {args.server} server listens on this host's loopback only: workers on other "
+                    "hosts cannot reach it (give --server nats://HOST:PORT)",
+                    flush=True,
+                )
         try:
             rc = _run_bounded(cmd, env, out / "locust.log", deadline_s)
         finally:

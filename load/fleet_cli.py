@@ -28,6 +28,7 @@ WORKERS_WAIT_S = 600  # how long a master waits for its workers to connect befor
 # (Locust's MASTER_HEARTBEAT_TIMEOUT); this only bounds a worker whose Locust hangs.
 WORKER_DEADLINE_S = 24 * 3600.0
 WILDCARD_HOSTS = ("", "*", "0.0.0.0", "::")
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 ROLE_OPTIONS = {  # options that belong to one side only: option -> (the side's option, its flag)
     "expect_workers": ("load_master", "--master"),
     "master_bind_host": ("load_master", "--master"),
