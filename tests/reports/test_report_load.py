@@ -52,14 +52,18 @@ def in_window(frame, window: dict):
 def test_totals_and_rate(load_tables, ops):
     """Totals per op add up to the log; ok/s divides the successful operations sent in the steady window by its
     length."""
-    totals = load_tables.totals.set_index("op")
-    window = load_tables.window
-    for op, group in ops.groupby("op"):
-        assert totals.at[op, "ops"] == len(group)
-        assert totals.at[op, "ok"] == group["ok"].sum()
+    assert_counts_and_steady_rate(load_tables.totals.set_index("op"), ops, "op", load_tables.window)
+
+
+def assert_counts_and_steady_rate(table, ops, column: str, window: dict) -> None:
+    """Each group of `ops` by `column` has its row in `table`: operations, successes, successes sent in the steady
+    window and their rate over it."""
+    for key, group in ops.groupby(column):
+        assert table.at[key, "ops"] == len(group)
+        assert table.at[key, "ok"] == group["ok"].sum()
         steady_ok = in_window(group, window)["ok"].sum()
-        assert totals.at[op, "steady_ok"] == steady_ok
-        assert totals.at[op, "ok_per_s"] == pytest.approx(steady_ok / window["seconds"])
+        assert table.at[key, "steady_ok"] == steady_ok
+        assert table.at[key, "ok_per_s"] == pytest.approx(steady_ok / window["seconds"])
 
 
 @pytest.mark.parametrize("metric", ["response", "service", "send_delay", "e2e"])
@@ -147,15 +151,9 @@ def test_the_console_summary_and_the_report_agree_on_the_window_and_the_rates(sp
 def test_each_process_has_its_counts_and_steady_rate(load_tables, ops):
     """The per-process table (a fleet's workers) adds up each process's rows; its ok / s is its ok sent in the
     fleet's steady window over that window."""
-    window = load_tables.window
     got = load_tables.processes.set_index("process")
     assert sorted(got.index) == sorted(ops["process"].unique())
-    for process, group in ops.groupby("process"):
-        assert got.at[process, "ops"] == len(group)
-        assert got.at[process, "ok"] == group["ok"].sum()
-        steady = in_window(group, window)["ok"].sum()
-        assert got.at[process, "steady_ok"] == steady
-        assert got.at[process, "ok_per_s"] == pytest.approx(steady / window["seconds"])
+    assert_counts_and_steady_rate(got, ops, "process", load_tables.window)
 
 
 def test_offered_counts_operations_by_their_intended_second(load_tables, ops):
