@@ -258,10 +258,9 @@ TABLE: tuple[Option, ...] = (
     # jetcheck load, and the locustfile it runs
     Option(
         "scenario",
-        "what the users do",
+        "what the users do (required, except with --worker: the master says)",
         lambda: None,
         choices=registered_choices("scenario"),  # jetcheck.load.scenarios registers them when imported
-        required=True,
         variable=None,
         commands=("load", LOCUST),
         variants={
@@ -314,6 +313,62 @@ TABLE: tuple[Option, ...] = (
         None,
         1,
         what="number of processes",
+        commands=("load",),
+    ),
+    # jetcheck load across hosts: Locust's master and workers
+    _switch(
+        "load_master",
+        "run Locust's master for workers on other hosts (with --expect-workers): it prints the command each worker "
+        "runs, waits for them, gathers their op logs into its run folder and measures their clocks",
+        exclusive="fleet",
+        cli="--master",  # `master` is the report's Spark master
+        variable=None,
+        commands=("load",),
+    ),
+    _switch(
+        "worker",
+        "run a Locust worker for the master at --master-host: every setting (scenario, rate, client, run id, "
+        "prefix, duration) comes from the master, and the worker's op log goes back to it",
+        exclusive="fleet",
+        variable=None,
+        commands=("load",),
+    ),
+    _count(
+        "expect_workers",
+        "with --master: the workers to wait for before the load starts",
+        None,
+        1,
+        what="number of workers",
+        variable=None,
+        commands=("load",),
+    ),
+    Option(
+        "master_bind_host",
+        "with --master: the address the master listens on (default 127.0.0.1; on real hosts the master's own "
+        "address, or 0.0.0.0 for every interface)",
+        lambda: "127.0.0.1",
+        variable=None,
+        commands=("load",),
+    ),
+    _count(
+        "master_bind_port",
+        "with --master: the port the master listens on (default 5557, Locust's)",
+        "5557",
+        1,
+        65535,
+        "port",
+        variable=None,
+        commands=("load",),
+    ),
+    Option("master_host", "with --worker: the master's address", lambda: None, variable=None, commands=("load",)),
+    _count(
+        "master_port",
+        "with --worker: the master's port (default 5557, Locust's)",
+        "5557",
+        1,
+        65535,
+        "port",
+        variable=None,
         commands=("load",),
     ),
     _count(

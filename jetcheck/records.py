@@ -29,7 +29,7 @@ RUN_FILE = "run.json"
 JUNIT_FILE = "junit.xml"
 
 LOAD_FILE = "load.json"
-OPS_DIR = "ops"  # ops/ops-<pid>-<n>.parquet
+OPS_DIR = "ops"  # ops/ops-<pid>-<n>.parquet; a fleet worker's on its master: ops/ops-w<index>-<host>-<pid>-<n>.parquet
 SAMPLES_DIR = "samples"  # samples/samples-<n>.parquet
 OPS_GLOB = "ops-*.parquet"
 SAMPLES_GLOB = "samples-*.parquet"

@@ -2,8 +2,10 @@
 
 The command starts the server when --server is local/system, runs Locust as a subprocess bounded in time
 (``-t`` plus a hard deadline), then prints an exact summary from the op log and checks it against what the server
-stored. The same locustfile runs under Locust's web UI: ``locust -f $(python -c 'import jetcheck.load.locustfile as
-m; print(m.__file__)') --jetcheck-scenario publish-async --jetcheck-server nats://127.0.0.1:4222``.
+stored. With --master it runs Locust's master for workers on other hosts, and --worker runs one of them
+(jetcheck.load.fleet_cli). The same locustfile runs under Locust's web UI: ``locust -f $(python -c 'import
+jetcheck.load.locustfile as m; print(m.__file__)') --jetcheck-scenario publish-async --jetcheck-server
+nats://127.0.0.1:4222``.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from jetcheck.options import (
 from jetcheck.records import LOAD_FILE
 from jetcheck.redact import redact_url
 
-from . import runfile, summary
+from . import fleet_cli, runfile, summary
 from .driven_users import check_driven_scenario, is_driven, prepare_driver
 from .monitor import default_monitor_url, reachable
 from .scenarios import LoadSettings, scenario, setup, teardown
@@ -65,7 +67,13 @@ def register(subparsers) -> None:
 
 def _validate(args) -> float:
     """Check the options together and fill in the defaults that depend on others (users, processes, server
-    version); nothing is started. The run time in seconds. Calling it again changes nothing."""
+    version); nothing is started. The run time in seconds (0 for a worker: its master decides). Calling it again
+    changes nothing."""
+    fleet_cli.validate_roles(args)
+    if args.worker:
+        return 0.0
+    if args.scenario is None:
+        raise ConfigError("--scenario is required (only a --worker takes it from its master)")
     spec = scenario(args.scenario)
     args.scenario = spec.name  # an alias (publish) runs as the scenario it names
     if is_driven(args.client):
@@ -84,8 +92,12 @@ def _validate(args) -> float:
         )
     both_roles = bool(spec.publisher and spec.consumer)
     if args.users is None:
-        # enough users for every consumer plus a publisher, and for every process asked for
-        args.users = max(args.consumers + 1 if both_roles else 1, args.processes or 1)
+        # enough users for every consumer plus a publisher, and for every process or worker asked for
+        args.users = max(args.consumers + 1 if both_roles else 1, args.processes or 1, args.expect_workers or 1)
+    if args.load_master and args.users < args.expect_workers:
+        raise ConfigError("--users cannot be fewer than --expect-workers (each worker runs whole users)")
+    if args.load_master:
+        args.processes = 1  # this host runs only the master; --processes was refused with --master
     if args.processes is None:
         args.processes = default_processes(spec, args.users)
     if args.processes > args.users:
@@ -133,7 +145,9 @@ def locust_command(args, duration_s: float, out: Path, handed: list[str]) -> lis
         str(out / "locust.html"),
         *handed,
     ]
-    if args.processes > 1:
+    if args.load_master:
+        cmd += fleet_cli.master_arguments(args)
+    elif args.processes > 1:
         # the master and its workers talk over loopback on a free port: not Locust's 5557 on every interface,
         # which another load on the machine may hold
         port = str(free_port())
@@ -188,6 +202,8 @@ async def _teardown(target: Target, settings: LoadSettings) -> None:
 
 def run(args) -> int:
     duration_s = _validate(args)
+    if args.worker:
+        return run_worker(args)
     if args.monitor and not reachable(args.monitor):
         raise TargetError(f"--monitor {args.monitor} does not answer /varz: no server samples could be recorded")
     credentials = Credentials(**{name: getattr(args, name) for name in CREDENTIAL_OPTIONS})
@@ -218,8 +234,22 @@ def run(args) -> int:
             f"(nats-server {version}) for {duration_s:g}s -> {out}",
             flush=True,
         )
+        deadline_s = duration_s + GRACE_S
+        if args.load_master:
+            print(
+                f"jetcheck load: waiting for {args.expect_workers} worker(s); on each worker host run:\n"
+                f"  {fleet_cli.worker_command(args)}",
+                flush=True,
+            )
+            deadline_s += fleet_cli.WORKERS_WAIT_S
+            if target.managed and args.master_bind_host not in fleet_cli.LOOPBACK_HOSTS:
+                print(
+                    f"jetcheck load: the {args.server} server listens on this host's loopback only: workers on other "
+                    "hosts cannot reach it (give --server nats://HOST:PORT)",
+                    flush=True,
+                )
         try:
-            rc = _run_bounded(cmd, env, out / "locust.log", duration_s + GRACE_S)
+            rc = _run_bounded(cmd, env, out / "locust.log", deadline_s)
         finally:
             if not (out / LOAD_FILE).exists() and not target.managed:
                 # Locust died (or was interrupted) before its own teardown: delete what the run created
@@ -233,6 +263,22 @@ def run(args) -> int:
     (out / "summary.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     print(summary.format_summary(run_info, result), flush=True)
     return 0 if all(item["pass"] for item in result["checks"]) else 1
+
+
+def run_worker(args) -> int:
+    """A Locust worker for the master at --master-host, in a folder of its own; its log goes to the master."""
+    folder = fleet_cli.worker_folder(args)
+    folder.mkdir(parents=True, exist_ok=True)
+    print(
+        f"jetcheck load: worker for the master at {args.master_host}:{args.master_port} (every setting comes from "
+        f"the master) -> {folder}",
+        flush=True,
+    )
+    cmd = fleet_cli.worker_locust_command(LOCUSTFILE, args)
+    env = fleet_cli.worker_environment(args, folder)
+    rc = _run_bounded(cmd, env, folder / "locust.log", fleet_cli.WORKER_DEADLINE_S)
+    print(f"jetcheck load: worker done (Locust exited with {rc}); its log went to the master", flush=True)
+    return rc
 
 
 def _run_bounded(cmd: list[str], env: dict[str, str], log_path: Path, deadline_s: float) -> int:

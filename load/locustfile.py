@@ -7,7 +7,8 @@ interval: response_time = mean latency in ms of that batch, response_length = by
 
 The master (or the single local process) creates the scenario's stream at test start, samples the monitoring
 endpoints, and at test stop waits for every worker to have flushed its log, reads what the server stored, deletes
-what the run created and writes ``<out>/load.json``.
+what the run created and writes ``<out>/load.json``. Across hosts (``jetcheck load --master``/``--worker``) the
+master also reads every worker's clock at start and stop and gathers their logs (jetcheck.load.fleet_runner).
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ from locust.stats import PERCENTILES_TO_REPORT, StatsCSV, StatsEntry, StatsError
 
 from jetcheck.fixtures.cleanup import PrefixInUse, claim_prefix
 from jetcheck.fixtures.target import Target, speaks_tls
-from jetcheck.load import bridge, runfile
+from jetcheck.load import bridge, fleet, runfile
+from jetcheck.load.clock import time_ns
 from jetcheck.load.driven_users import client_description, driven_class, driver_for, is_driven
+from jetcheck.load.fleet_runner import FleetMaster, WorkerShipping, register_worker
 from jetcheck.load.monitor import MonitorSampler, default_monitor_url, reachable
 from jetcheck.load.oplog import OpLog
 from jetcheck.load.scenarios import (
@@ -66,6 +69,7 @@ _cpu_at_start = 0.0  # this process's CPU seconds when the test started (load.js
 _roles_here: set[str] = set()  # the roles this process's users played in the current test
 _stopping: dict[str, int] = {}  # "ns": when this process was first asked to stop in the current test
 _environment: dict[str, Any] = {}  # "env": Locust's environment (the quit event does not carry it)
+_shipping: dict[str, WorkerShipping] = {}  # "current": a fleet worker's log on its way to the master
 
 
 @events.init_command_line_parser.add_listener
@@ -76,7 +80,10 @@ def add_options(parser) -> None:
 def settings_from(options) -> LoadSettings:
     """This test's settings from Locust's parsed options (`jetcheck load` hands them over: jetcheck.load.settings)."""
     users = options.jetcheck_users_total or getattr(options, "num_users", None) or 1
-    return load_settings({**locust_values(options), "users": users})
+    values = {**locust_values(options), "users": users}
+    if (own := fleet.worker_dir()) is not None:  # a worker for a master elsewhere logs in a folder of its own
+        values["out"] = own / values["run_id"]
+    return load_settings(values)
 
 
 def target_for(url: str) -> Target:
@@ -92,7 +99,11 @@ def process_oplog(settings: LoadSettings) -> OpLog:
     """This process's op log, (re)opened for the current run."""
     global _oplog
     if _oplog is None or _oplog.closed or _oplog.run_id != settings.run_id or _oplog.pid != os.getpid():
-        _oplog = OpLog(Path(settings.out_dir), settings.run_id, settings.scenario)
+        if fleet.worker_dir() is None:
+            _oplog = OpLog(Path(settings.out_dir), settings.run_id, settings.scenario)
+        else:  # a worker for a master elsewhere: its files travel as they are finished
+            _oplog = OpLog(Path(settings.out_dir), settings.run_id, settings.scenario, roll_seconds=fleet.SHIP_EVERY_S)
+            _shipping["current"] = WorkerShipping(Path(settings.out_dir), _environment["env"].runner)
         bridge.process_loop().call_soon_threadsafe(_start_flusher, _oplog)
     return _oplog
 
@@ -107,7 +118,7 @@ def stop_drivers(at_ns: int | None = None) -> None:
     """Stop every user's driver of this process at once: nothing due at or after `at_ns` (default now) is started,
     and what is in flight is finished and logged. Idempotent; the users keep their drivers for their last report."""
     drivers = list(_drivers)
-    at_ns = time.time_ns() if at_ns is None else at_ns
+    at_ns = time_ns() if at_ns is None else at_ns
     for driver in drivers:
         driver.stop_intending(at_ns)
     if drivers:
@@ -133,7 +144,7 @@ def stop_load_before_runner(runner) -> None:
 
     @functools.wraps(locust_stop)
     def stop(*args, **kwargs):
-        stop_drivers(_stopping.setdefault("ns", time.time_ns()))
+        stop_drivers(_stopping.setdefault("ns", time_ns()))
         return locust_stop(*args, **kwargs)
 
     runner.stop = stop
@@ -287,24 +298,36 @@ def register_messages(environment) -> None:
         def drain(environment, msg, **_kwargs) -> None:
             environment.runner.stop()  # stops users (each drains) and fires test_stop (closes the log)
             rows = close_oplog()
+            cpu_s = round(time.process_time() - _cpu_at_start, 3)  # before shipping: that is not the load's cost
+            shipping = _shipping.pop("current", None)
+            shipped = shipping.finish() if shipping else []
+            options = environment.parsed_options
             environment.runner.send_message(
                 DRAINED,
                 {
-                    "pid": os.getpid(),
+                    **fleet.identity(),
                     "rows": rows,
-                    "cpu_s": round(time.process_time() - _cpu_at_start, 3),
+                    "cpu_s": cpu_s,
                     "roles": sorted(_roles_here),
                     "stopping_ns": _stopping.get("ns"),
+                    "client": runfile.client_entry(client_description(options.jetcheck_client) if options else None),
+                    "versions": runfile.versions(),
+                    "own_folder": fleet.worker_dir() is not None,  # its log travels and its clock is corrected
+                    "shipped": shipped,
                 },
             )
 
         runner.register_message(DRAIN, drain, concurrent=True)
+        register_worker(runner)
     elif isinstance(runner, MasterRunner):
 
         def drained(environment, msg, **_kwargs) -> None:
             _run.setdefault("drained", []).append(msg.data)
+            if (master := _run.get("fleet")) is not None:
+                master.drained(msg.node_id, msg.data)
 
         runner.register_message(DRAINED, drained)
+        FleetMaster.register(runner, lambda: _run.get("fleet"))
 
 
 @events.test_start.add_listener
@@ -325,7 +348,11 @@ def on_test_start(environment, **_kwargs) -> None:
     options.jetcheck_users_total = getattr(options, "num_users", None) or 1
     settings = settings_from(options)
     _run.clear()
-    _run.update(settings=settings, start_ns=time.time_ns(), drained=[])
+    _run.update(settings=settings, start_ns=time_ns(), drained=[])
+    if isinstance(environment.runner, MasterRunner):
+        _run["fleet"] = master = FleetMaster(environment.runner, Path(settings.out_dir))
+        master.take_part()
+        master.measure("start")
 
     async def prepare() -> str:
         nc = await target_for(settings.server_url).connect()
@@ -373,12 +400,14 @@ def on_test_stop(environment, **_kwargs) -> None:
     if "settings" not in _run:
         return
     settings: LoadSettings = _run["settings"]
-    workers = runner.worker_count if isinstance(runner, MasterRunner) else 0
-    if isinstance(runner, MasterRunner):
+    master: FleetMaster | None = _run.get("fleet")
+    workers = len(master.records) if master else 0
+    fleet_workers: list[dict] = []
+    if master is not None:
+        master.measure("end")
         runner.send_message(DRAIN, None)
-        with gevent.Timeout(WORKER_DRAIN_TIMEOUT_S, False):
-            while len(_run["drained"]) < workers:
-                gevent.sleep(0.05)  # the workers' answers arrive as messages, handled by another greenlet
+        master.wait_drained(WORKER_DRAIN_TIMEOUT_S)
+        fleet_workers = master.finish()
         load_cpu = {str(w.get("pid")): w.get("cpu_s") for w in _run["drained"]}
         roles = {str(w.get("pid")): w.get("roles", []) for w in _run["drained"]}
         stopping = {str(w.get("pid")): w.get("stopping_ns") for w in _run["drained"]}
@@ -387,7 +416,7 @@ def on_test_stop(environment, **_kwargs) -> None:
         load_cpu = {str(os.getpid()): round(time.process_time() - _cpu_at_start, 3)}
         roles = {str(os.getpid()): sorted(_roles_here)}
         stopping = {str(os.getpid()): _stopping.get("ns")}
-    end_ns = time.time_ns()
+    end_ns = time_ns()
 
     async def finish() -> tuple[dict, list[str]]:
         nc = await target_for(settings.server_url).connect()
@@ -428,6 +457,7 @@ def on_test_stop(environment, **_kwargs) -> None:
         load_cpu_s=load_cpu,
         process_roles=roles,
         client=client_description(options.jetcheck_client),
+        workers=fleet_workers,
     )
     run["stopping_ns"] = stopping  # by pid: when each load process began to stop; it intended nothing after
     runfile.write(Path(settings.out_dir), run)

@@ -8,7 +8,8 @@ behind: send late (the send delay is recorded) or, when too much is in flight, c
 from __future__ import annotations
 
 import asyncio
-import time
+
+from .clock import time_ns
 
 NS = 1_000_000_000
 MAX_DUE_PER_WAKE = 10_000  # a long stall is worked off in slices, so the loop keeps turning
@@ -21,7 +22,7 @@ class Schedule:
         if rate_per_s <= 0:
             raise ValueError("rate must be positive")
         self.interval_ns = NS / rate_per_s
-        self.start_ns = time.time_ns() if start_ns is None else start_ns
+        self.start_ns = time_ns() if start_ns is None else start_ns
         self.next_index = 0
 
     def intended_ns(self, index: int) -> int:
@@ -36,6 +37,6 @@ class Schedule:
         return due
 
     async def sleep_until_next(self) -> None:
-        delay = (self.intended_ns(self.next_index) - time.time_ns()) / NS
+        delay = (self.intended_ns(self.next_index) - time_ns()) / NS
         # sleep(0) still yields, so other tasks run even when the schedule is behind
         await asyncio.sleep(delay if delay > 0 else 0)

@@ -19,11 +19,40 @@ CLOCK_NOTE = (
 )
 
 
+def fleet_clock_note(bound_ns: int) -> str:
+    return (
+        "intended, sent and acked times of every worker are on the master's clock: each worker's offset was "
+        f"measured at the start and the end over Locust's channel and removed, to within {bound_ns / 1e6:.3f} ms "
+        "(half the best round trip); e2e_ns from a publisher on one host to a consumer on another is corrected by "
+        "both offsets and holds to within twice that"
+    )
+
+
 def _version(dist: str) -> str:
     try:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
         return ""
+
+
+def versions() -> dict[str, str]:
+    """The releases of what runs the load in this process."""
+    return {name: _version(name) for name in ("jetcheck", "nats-py", "locust")}
+
+
+def client_entry(client: dict[str, str] | None) -> dict[str, str]:
+    """The client that ran the load: a driven client's description, else nats-py's."""
+    return client or {"name": "nats-py", "version": _version("nats-py")}
+
+
+def fleet_bound_ns(workers: list[dict[str, Any]]) -> int | None:
+    """The largest clock error bound of the workers on hosts of their own; None when there are none (one host)."""
+    bounds = [
+        w["clock"]["bound_ns"]
+        for w in workers
+        if w.get("own_folder") and (w.get("clock") or {}).get("bound_ns") is not None
+    ]
+    return max(bounds) if bounds else None
 
 
 def describe(
@@ -44,10 +73,15 @@ def describe(
     load_cpu_s: dict[str, float],
     process_roles: dict[str, list[str]],
     client: dict[str, str] | None = None,
+    workers: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """load.json's content; `client` names the client that ran the load (name, version, runtime), nats-py's own
-    by default."""
+    by default; `workers` the master's workers (jetcheck.load.fleet.FleetRecord.describe): a run is complete when
+    every worker that took part drained and its whole log arrived intact."""
     spec = settings.spec
+    workers = workers or []
+    bound = fleet_bound_ns(workers)
+    missing = [w["worker"] for w in workers if not w["complete"]]
     return {
         "run_id": settings.run_id,
         "scenario": settings.scenario,
@@ -67,7 +101,11 @@ def describe(
         "tls": tls,  # the transport the run's connections used (every one follows the same TLS rule)
         "start_ns": start_ns,
         "end_ns": end_ns,
-        "clock": CLOCK_NOTE,
+        "clock": fleet_clock_note(bound) if bound is not None else CLOCK_NOTE,
+        "clock_bound_ns": bound,
+        "workers": workers,
+        "complete": not missing,
+        "incomplete_workers": missing,
         "prefix": settings.prefix,
         "stream": settings.stream,
         "replicas": settings.replicas,
@@ -82,7 +120,7 @@ def describe(
         "samples_dir": SAMPLES_DIR,
         "overflow": "open-loop ops not sent because max_inflight were outstanding: ok=false, error_class=Overflow",
         "client": {
-            **(client or {"name": "nats-py", "version": _version("nats-py")}),
+            **client_entry(client),
             "nats-py": _version("nats-py"),
             "locust": _version("locust"),
             "pid": os.getpid(),

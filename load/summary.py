@@ -114,6 +114,18 @@ def record_checks(run: dict[str, Any], table) -> list[dict[str, Any]]:
     def check(name: str, logged: int, stored: Any) -> None:
         checks.append({"check": name, "logged": logged, "server": stored, "pass": logged == stored})
 
+    if workers := run.get("workers"):  # a fleet: a worker whose log did not arrive whole makes the run incomplete
+        whole = [w["worker"] for w in workers if w["complete"]]
+        missing = ", ".join(f"{w['worker']} ({'; '.join(w['errors'])})" for w in workers if not w["complete"])
+        name = "every worker's log arrived whole" + (f": incomplete run, missing {missing}" if missing else "")
+        checks.append(
+            {
+                "check": name,
+                "logged": len(whole),
+                "server": len(workers),
+                "pass": len(whole) == len(workers),
+            }
+        )
     if not stream:
         checks.append({"check": "server counts read", "pass": False, "server": server.get("error", "missing")})
         return checks
@@ -166,6 +178,14 @@ def format_summary(run: dict[str, Any], summary: dict[str, Any]) -> str:
                 lines.append(f"           {key:14} {figures}")
         if entry["errors"]:
             lines.append("           errors: " + ", ".join(f"{k} x{v}" for k, v in entry["errors"].items()))
+    for worker in run.get("workers") or []:
+        clock = worker.get("clock") or {}
+        offset = (clock.get("start") or {}).get("offset_ns")
+        lines.append(
+            f"  worker {worker['worker']:14} pid {worker['pid']}  ops {worker['rows_received']:>9}"
+            + (f"  clock offset {offset / 1e6:+.3f} ms ± {clock['bound_ns'] / 1e6:.3f}" if offset is not None else "")
+            + ("" if worker["complete"] else "  INCOMPLETE")
+        )
     for item in summary["checks"]:
         mark = "ok  " if item["pass"] else "FAIL"
         lines.append(f"  [{mark}] {item['check']}: log {item.get('logged', '-')}, server {item['server']}")

@@ -14,11 +14,11 @@ import asyncio
 import contextlib
 import json
 import re
-import time
 from dataclasses import dataclass, field
 
 from nats.js.errors import APIError, NoStreamResponseError
 
+from . import clock
 from .oplog import NO_E2E, OpLog
 from .pacing import Schedule
 from .scenarios import BATCH_SIZE, LoadSettings
@@ -29,7 +29,7 @@ FETCH_TIMEOUT_S = 0.5
 DRAIN_TIMEOUT_S = 10.0
 NEVER = 1 << 62  # a stop time no run reaches
 PUB_ACK_SEQ = re.compile(rb'"seq":(\d+)')  # a JetStream publish ack: {"stream":"S","seq":N[,...]}
-time_ns = time.time_ns
+time_ns = clock.time_ns  # the process's clock (shifted in tests that stand in for a host whose clock is off)
 
 
 class Overflow(Exception):

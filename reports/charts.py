@@ -203,6 +203,32 @@ def timeline(load: LoadTables) -> str:
     return _data_uri(figure)
 
 
+def offered_vs_achieved(load: LoadTables) -> str:
+    """Per operation of the whole fleet: the operations offered per second (by intended send), the successful ones
+    per second (by completion) and, in an open loop, the target rate."""
+    several = load.totals["scenario"].nunique() > 1 if not load.totals.empty else False
+    groups = _groups(load.offered)[:MAX_SERIES]
+    achieved = dict(_groups(load.throughput))
+    target = load.info.get("rate")
+    figure, axes = plt.subplots(
+        len(groups), 1, figsize=(WIDTH_IN, PANEL_HEIGHT_IN * len(groups)), sharex=True, squeeze=False
+    )
+    for axis, (keys, offered) in zip(axes[:, 0], groups, strict=True):
+        axis.plot(offered["t_s"], offered["offered"], linestyle="--", color="C0", label="offered (intended sends)")
+        if keys in achieved:
+            done = achieved[keys]
+            axis.plot(done["t_s"], done["ok"], color="C2", label="achieved (ok completions)")
+        if isinstance(target, (int, float)) and target > 0 and keys[1] == "publish":
+            axis.axhline(target, color="#9e9e9e", linestyle=":", label=f"target {target:g} / s")
+        axis.set_title(f"{_op_name(keys, several)}: offered and achieved, whole fleet", loc="left", fontsize=10)
+        axis.set_ylabel("operations / s")
+        axis.grid(alpha=0.3)
+        _legend_outside(axis)
+    axes[-1, 0].set_xlabel(f"seconds since the run started ({load.span_s:.1f} s)")
+    figure.tight_layout()
+    return _data_uri(figure)
+
+
 def distribution(load: LoadTables) -> str:
     """Latency by percentile (HdrHistogram style) on a 1/(1-q) axis that ends where the samples do: with n
     samples the highest percentile shown is 1 - 1/n."""

@@ -112,6 +112,8 @@ LOAD_FIELDS: dict[str, type | tuple[type, ...]] = {
     "monitor": dict,
     "load_cpu_s": dict,
     "process_roles": dict,
+    "workers": list,  # a fleet's workers (jetcheck load --master), each an object
+    "clock_bound_ns": int,
 }
 
 
@@ -130,6 +132,8 @@ def _json(path: Path, types: dict[str, type | tuple[type, ...]]) -> dict[str, An
         value = data.get(name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, expected)):
             raise ConfigError(f"{path}: field {name} is {type(value).__name__}, not {_type_name(expected)}")
+    if not all(isinstance(worker, dict) for worker in data.get("workers") or []):
+        raise ConfigError(f"{path}: field workers must be a list of objects, one per worker")
     if not all(isinstance(roles, list) for roles in (data.get("process_roles") or {}).values()):
         raise ConfigError(f"{path}: field process_roles must map each process to a list of roles")
     return data

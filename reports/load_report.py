@@ -63,6 +63,10 @@ class LoadTables:
     # SteadyWindow.describe(): start_ns, end_ns, seconds, warmup_s, users, whole_run, warmup_ops, steady_ops,
     # winddown_ops and `definition`, the sentence to show with the rates and percentiles; empty without op logs
     window: dict[str, Any] = field(default_factory=dict)
+    # per load process (a fleet's worker, or a --processes process): process, ops, ok, steady_ok, ok_per_s
+    processes: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # scenario, op, t_s, offered (operations intended in that second, whatever became of them)
+    offered: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def read_ops(spark, result_set: ResultSet):
@@ -205,14 +209,16 @@ def _to_pandas(frame) -> pd.DataFrame:
 
 
 def _tally(ops, origin_ns: int, window: SteadyWindow) -> pd.DataFrame:
-    """Operations counted per (scenario, op, completion second, outcome, error) and by when they were sent: -1
-    before the steady window, 0 in it, 1 after it. Throughput, errors, totals and the window's counts add these up."""
+    """Operations counted per (scenario, op, process, completion second, outcome, error) and by when they were sent:
+    -1 before the steady window, 0 in it, 1 after it. Throughput, errors, totals, the per-process table and the
+    window's counts add these up."""
     from pyspark.sql import functions as F
 
     sent = F.col("start_ns")
     phase = F.when(sent < window.start_ns, -1).when(sent >= window.end_ns, 1).when(sent.isNotNull(), 0)
     counts = ops.groupBy(
         *GROUP,
+        "process",
         F.expr(f"CAST(FLOOR((end_ns - {origin_ns}) / {NS}) AS INT)").alias("t_s"),
         "ok",
         "error_class",
@@ -318,6 +324,7 @@ def aggregate_load(spark, result_set: ResultSet) -> LoadTables:
         finally:
             table.unpersist()
         counts = _tally(ops, origin_ns, window)
+        offered = _offered(ops, origin_ns)
         samples = _samples(spark, result_set, origin_ns)
     latency = whole[[*keys, "count", "min", *standard, "max", "invalid"]].sort_values(keys).reset_index(drop=True)
     wide = whole.sort_values(keys).reset_index(drop=True)
@@ -355,7 +362,8 @@ def aggregate_load(spark, result_set: ResultSet) -> LoadTables:
     before = int(counts.loc[counts["phase"] == -1, "count"].sum())
     after = int(counts.loc[counts["phase"] == 1, "count"].sum())
     window_info = window.describe(before, sum(row["rows"] for row in spans) - before - after, after)
-    caveat = shared_loop_note(info)
+    processes = _per_process(counts, window)
+    caveats = [note for note in (shared_loop_note(info), *fleet_caveats(info)) if note]
     return LoadTables(
         label=result_set.label,
         info=info,
@@ -370,6 +378,54 @@ def aggregate_load(spark, result_set: ResultSet) -> LoadTables:
         errors=errors,
         samples=samples,
         notes=notes,
-        caveats=[caveat] if caveat else [],
+        caveats=caveats,
         window=window_info,
+        processes=processes,
+        offered=offered,
     )
+
+
+def _offered(ops, origin_ns: int) -> pd.DataFrame:
+    """Operations per (scenario, op) and second of their intended send: the rate the schedule offered."""
+    from pyspark.sql import functions as F
+
+    per_second = ops.groupBy(
+        *GROUP, F.expr(f"CAST(FLOOR((intended_ns - {origin_ns}) / {NS}) AS INT)").alias("t_s")
+    ).agg(F.count(F.lit(1)).alias("offered"))
+    return _to_pandas(per_second).sort_values([*GROUP, "t_s"]).reset_index(drop=True)
+
+
+def _per_process(counts: pd.DataFrame, window: SteadyWindow) -> pd.DataFrame:
+    """Per load process: its operations, successes, successes sent in the steady window and their rate."""
+    ok = counts["count"].where(counts["ok"], 0)
+    frame = counts.assign(ok_count=ok, steady=ok.where(counts["phase"] == 0, 0))
+    table = frame.groupby("process", as_index=False).agg(
+        ops=("count", "sum"), ok=("ok_count", "sum"), steady_ok=("steady", "sum")
+    )
+    table["ok_per_s"] = table["steady_ok"] / window.seconds
+    return table.sort_values("process").reset_index(drop=True)
+
+
+def fleet_caveats(info: dict[str, Any]) -> list[str]:
+    """What a fleet run's load.json says limits its figures: workers whose log is missing, and the clocks."""
+    caveats = []
+    workers = info.get("workers") or []
+    if missing := [w for w in workers if not w.get("complete")]:
+        named = "; ".join(
+            f"{w.get('worker')} (host {w.get('host')}, pid {w.get('pid')}): "
+            + ", ".join(map(str, w.get("errors") or []))
+            for w in missing
+        )
+        caveats.append(
+            f"Incomplete run: {len(missing)} of {len(workers)} workers did not deliver their whole log, so these "
+            f"figures cover less than the load the server took. {named}"
+        )
+    bound = info.get("clock_bound_ns")
+    if isinstance(bound, int):
+        caveats.append(
+            f"The workers ran on hosts of their own: their times were put on the master's clock by offsets measured "
+            f"at the start and end, to within {bound / 1e6:.3f} ms. Latencies measured on one host are exact; an "
+            f"end-to-end latency from a publisher on one host to a consumer on another, corrected by both offsets, "
+            f"is only good to within {2 * bound / 1e6:.3f} ms."
+        )
+    return caveats

@@ -42,6 +42,10 @@ SETTING_NAMES = {
     "deleted": "deleted at the end",
     "overflow": "overflow",
     "clock": "clock",
+    "clock_bound_ns": "clock error bound",
+    "workers": "Locust workers",
+    "complete": "every worker's log arrived",
+    "incomplete_workers": "workers whose log is incomplete",
 }
 # file layout, not settings of the run
 HIDDEN_SETTINGS = frozenset({"ops_dir", "samples_dir"})

@@ -46,6 +46,39 @@ def steady_window(load: LoadTables) -> dict[str, Any]:
     return getattr(load, "window", None) or {}
 
 
+def workers_table(load: LoadTables, index: int) -> Table | None:
+    """A fleet's workers (load.json's `workers`) with what each did: None for a run on one host."""
+    workers = [w for w in load.info.get("workers") or [] if isinstance(w, dict)]
+    if not workers:
+        return None
+    by_process = {int(row["process"]): row for row in load.processes.to_dict("records")}
+    headers = ["worker", "host", "pid", "client", "operations", "ok", "ok in steady window", "ok / s"]
+    headers += ["clock offset, ms", "± ms", "log"]
+    rows = []
+    for worker in workers:
+        did = by_process.get(worker.get("pid"), {})
+        clock = worker.get("clock") or {}
+        start = clock.get("start") or {}
+        client = worker.get("client") or {}
+        bound = clock.get("bound_ns")
+        rows.append(
+            [
+                Cell(str(worker.get("worker", ""))),
+                Cell(str(worker.get("host", ""))),
+                Cell(str(worker.get("pid", "")), "num"),
+                Cell(" ".join(str(client.get(key, "")) for key in ("name", "version")).strip()),
+                cell(int(did.get("ops", 0))),
+                cell(int(did.get("ok", 0))),
+                cell(int(did.get("steady_ok", 0))),
+                cell(float(did.get("ok_per_s", 0.0))),
+                Cell(f"{start['offset_ns'] / 1e6:+.3f}" if "offset_ns" in start else "", "num"),
+                Cell(f"{bound / 1e6:.3f}" if isinstance(bound, int) else "", "num"),
+                Cell("whole", "pass") if worker.get("complete") else Cell("incomplete", "fail"),
+            ]
+        )
+    return Table(f"workers-{index}", headers, rows)
+
+
 def load_view(load: LoadTables, index: int, several: bool) -> dict[str, Any]:
     settings = Table(f"settings-{index}" if index else "settings", ["setting", "value"], [])
     settings.rows = [[Cell(name), Cell(value)] for name, value in load_settings(load.info)]
@@ -76,6 +109,8 @@ def load_view(load: LoadTables, index: int, several: bool) -> dict[str, Any]:
         timeline=charts.timeline(load),
         distribution=charts.distribution(load),
         errors=None,
+        workers=workers_table(load, index),
+        offered=charts.offered_vs_achieved(load) if not load.offered.empty else "",
     )
     if not load.errors.empty:
         by_class = load.errors.groupby(["scenario", "op", "error_class", "error_code"], as_index=False)["count"].sum()

@@ -106,7 +106,8 @@ def report_tables(content: ReportContent) -> dict[str, pd.DataFrame]:
         "conformance_summary": conformance.summary,
         "conformance_matrix": conformance.matrix,
     }
-    for name in ("totals", "throughput", "latency", "latency_over_time", "distribution", "errors", "samples"):
+    names = ("totals", "throughput", "latency", "latency_over_time", "distribution", "errors", "samples")
+    for name in (*names, "processes", "offered"):
         frames = [
             getattr(load, name).assign(result_set=load.label) for load in content.loads if not getattr(load, name).empty
         ]

@@ -45,6 +45,8 @@ SLOW = (
     "tests/load/test_load_runs.py::test_an_unsustainable_rate_*",
     "tests/load/test_load_runs.py::test_fixed_rate_holds_*",
     "tests/test_tls.py::test_a_server_that_does_not_offer_tls_gets_no_byte_*",
+    # a master and three worker processes, each starting Locust, for seconds of load
+    "tests/load/test_fleet_run.py::*",
 )
 MEASURED_SLOW = {
     line for line in (Path(__file__).parent / "slow_tests.txt").read_text(encoding="utf-8").splitlines()

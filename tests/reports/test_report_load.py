@@ -52,14 +52,18 @@ def in_window(frame, window: dict):
 def test_totals_and_rate(load_tables, ops):
     """Totals per op add up to the log; ok/s divides the successful operations sent in the steady window by its
     length."""
-    totals = load_tables.totals.set_index("op")
-    window = load_tables.window
-    for op, group in ops.groupby("op"):
-        assert totals.at[op, "ops"] == len(group)
-        assert totals.at[op, "ok"] == group["ok"].sum()
+    assert_counts_and_steady_rate(load_tables.totals.set_index("op"), ops, "op", load_tables.window)
+
+
+def assert_counts_and_steady_rate(table, ops, column: str, window: dict) -> None:
+    """Each group of `ops` by `column` has its row in `table`: operations, successes, successes sent in the steady
+    window and their rate over it."""
+    for key, group in ops.groupby(column):
+        assert table.at[key, "ops"] == len(group)
+        assert table.at[key, "ok"] == group["ok"].sum()
         steady_ok = in_window(group, window)["ok"].sum()
-        assert totals.at[op, "steady_ok"] == steady_ok
-        assert totals.at[op, "ok_per_s"] == pytest.approx(steady_ok / window["seconds"])
+        assert table.at[key, "steady_ok"] == steady_ok
+        assert table.at[key, "ok_per_s"] == pytest.approx(steady_ok / window["seconds"])
 
 
 @pytest.mark.parametrize("metric", ["response", "service", "send_delay", "e2e"])
@@ -142,3 +146,51 @@ def test_the_console_summary_and_the_report_agree_on_the_window_and_the_rates(sp
     for op, entry in console["ops"].items():
         report_p99_us = latency.at[(op, "response"), "p99"] / 1000
         assert report_p99_us == pytest.approx(entry["response_us"]["p99"], rel=0.01)
+
+
+def test_each_process_has_its_counts_and_steady_rate(load_tables, ops):
+    """The per-process table (a fleet's workers) adds up each process's rows; its ok / s is its ok sent in the
+    fleet's steady window over that window."""
+    got = load_tables.processes.set_index("process")
+    assert sorted(got.index) == sorted(ops["process"].unique())
+    assert_counts_and_steady_rate(got, ops, "process", load_tables.window)
+
+
+def test_offered_counts_operations_by_their_intended_second(load_tables, ops):
+    second = (ops["intended_ns"] - load_tables.origin_ns) // NS
+    expected = ops.assign(t_s=second).groupby(["op", "t_s"]).size()
+    assert load_tables.offered.set_index(["op", "t_s"])["offered"].to_dict() == expected.to_dict()
+
+
+def test_a_fleets_workers_are_shown_with_their_share_and_clock(load_tables, ops):
+    """load.json's workers become the report's workers table (joined to each one's counts by pid), and an
+    incomplete worker and the clock bound become caveats."""
+    from dataclasses import replace
+
+    from jetcheck.reports.load_report import fleet_caveats
+    from jetcheck.reports.load_view import workers_table
+
+    pids = sorted(int(p) for p in ops["process"].unique())
+    workers = [
+        {"worker": f"w{n}-host{n}", "host": f"host{n}", "pid": pid, "complete": n == 0, "errors": [] if n == 0 else
+         ["never reported its log drained (killed or lost mid-run): none of its log arrived"],
+         "client": {"name": "nats-py", "version": "2.16.0"},
+         "clock": {"start": {"offset_ns": 250_000_000 * n}, "bound_ns": 150_000}}
+        for n, pid in enumerate(pids)
+    ]  # fmt: skip
+    info = {**load_tables.info, "workers": workers, "clock_bound_ns": 150_000}
+    table = workers_table(replace(load_tables, info=info), 0)
+    rows = {row[0].text: [c.text for c in row] for row in table.rows}
+    first = rows["w0-host0"]
+    assert first[2] == str(pids[0]) and first[3] == "nats-py 2.16.0"
+    assert first[4] == f"{int((ops['process'] == pids[0]).sum()):,}"
+    assert first[8:] == ["+0.000", "0.150", "whole"]
+    assert rows["w1-host1"][8:] == ["+250.000", "0.150", "incomplete"]
+    caveats = fleet_caveats(info)
+    assert caveats[0].startswith(f"Incomplete run: 1 of {len(pids)} workers did not deliver their whole log")
+    assert "w1-host1 (host host1" in caveats[0]
+    assert (
+        "to within 0.150 ms" in caveats[1]
+        and "corrected by both offsets, is only good to within 0.300 ms" in caveats[1]
+    )
+    assert workers_table(load_tables, 0) is None  # one host: no workers table
