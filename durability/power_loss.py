@@ -32,11 +32,13 @@ import contextlib
 import errno
 import json
 import os
+import secrets
 import shutil
 import socket
 import subprocess
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +50,7 @@ MOUNT_TIMEOUT_S = 10.0
 UNMOUNT_TIMEOUT_S = 10.0
 CONTROL_TIMEOUT_S = 10.0
 FSNAME = "jetcheck-power-loss"
+LARGEST = 5  # files named in a cut's figures
 
 
 @dataclass
@@ -89,19 +92,22 @@ class PowerLossLayer:
 
     # what a cut needs
 
-    def figures(self) -> dict[str, int]:
+    def figures(self) -> dict:
         with self._state_lock:
             return self._figures()
 
-    def _figures(self) -> dict[str, int]:
-        """Files written or truncated since their last fsync, the bytes written to them since, and their pages."""
+    def _figures(self) -> dict:
+        """Files written or truncated since their last fsync, the bytes written to them since, their pages, and the
+        LARGEST files of the most unsynced bytes (path: bytes), which say whose writes a cut loses."""
+        dirty = {path: entry.dirty_bytes() for path, entry in self.unsynced.items()}
         return {
             "files": len(self.unsynced),
-            "bytes": sum(u.dirty_bytes() for u in self.unsynced.values()),
+            "bytes": sum(dirty.values()),
             "pages": sum(len(u.pages) for u in self.unsynced.values()),
+            "largest": dict(sorted(dirty.items(), key=lambda item: -item[1])[:LARGEST]),
         }
 
-    def cut(self) -> dict[str, int]:
+    def cut(self) -> dict:
         """Drop everything not synced; the figures of what was dropped."""
         with self._state_lock:
             dropped = self._figures()
@@ -296,15 +302,15 @@ class PowerLossLayer:
         self.mounted.set()
 
 
-def serve(backing: Path, mount: Path, control: Path) -> None:
-    """Mount the layer over `mount` and serve it until it is unmounted; `control` (a Unix socket) answers `status`
-    and `cut`. Prints `mounted` once the kernel has the mount."""
+def serve(backing: Path, mount: Path, control: str) -> None:
+    """Mount the layer over `mount` and serve it until it is unmounted; `control` (the name of an abstract Unix
+    socket) answers `status` and `cut`. Prints `mounted` once the kernel has the mount."""
     import mfusepy  # here: only the layer's own process loads libfuse
 
     # the layer's operations first, mfusepy's defaults (each marked for libfuse to leave out) for the rest
     layer = type("PowerLossOperations", (PowerLossLayer, mfusepy.Operations), {})(backing)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(control))
+    listener.bind("\0" + control)
     listener.listen()
     threading.Thread(target=_answer, args=(listener, layer), daemon=True).start()
 
@@ -335,7 +341,8 @@ class PowerLossDisk:
     def __init__(self, store: Path, backing: Path) -> None:
         self.store = Path(store)
         self.backing = Path(backing)
-        self.control = self.backing.parent / f".{self.backing.name}.control"
+        # an abstract Unix socket (Linux): no file to remove, and no 108-byte limit on the folder's path
+        self.control = f"jetcheck-power-loss-{secrets.token_hex(8)}"
         self.log_path = self.backing.parent / f"{self.backing.name}-layer.log"  # a file: a full pipe would hang it
         self._process: children.Child | None = None
 
@@ -346,12 +353,9 @@ class PowerLossDisk:
     def mount(self) -> None:
         self.backing.mkdir(parents=True, exist_ok=True)
         self.store.mkdir(parents=True, exist_ok=True)
-        self.control.unlink(missing_ok=True)
         argv = [sys.executable, "-m", "jetcheck.durability.power_loss", str(self.backing), str(self.store)]
         with open(self.log_path, "ab") as log:
-            self._process = children.start(
-                [*argv, str(self.control)], own_session=False, stdout=subprocess.PIPE, stderr=log
-            )
+            self._process = children.start([*argv, self.control], own_session=False, stdout=subprocess.PIPE, stderr=log)
         try:
             said = children.first_line(self._process, MOUNT_TIMEOUT_S)
         except (TimeoutError, children.ChildExited) as exc:
@@ -362,10 +366,10 @@ class PowerLossDisk:
             self.unmount()
             raise TargetError(f"power-loss layer over {self.store} said {said!r}")
 
-    def _ask(self, command: str) -> dict[str, int]:
+    def _ask(self, command: str) -> dict:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
             connection.settimeout(CONTROL_TIMEOUT_S)
-            connection.connect(str(self.control))
+            connection.connect("\0" + self.control)
             connection.sendall(command.encode())
             connection.shutdown(socket.SHUT_WR)
             answer = b""
@@ -373,11 +377,11 @@ class PowerLossDisk:
                 answer += chunk
         return json.loads(answer)
 
-    def unsynced(self) -> dict[str, int]:
+    def unsynced(self) -> dict:
         """What the layer holds that a cut now would drop: files, bytes and pages."""
         return self._ask("status")
 
-    def cut(self) -> dict[str, int]:
+    def cut(self) -> dict:
         """The power goes out for this store (its node must be stopped): the unsynced writes are dropped and the
         store is mounted afresh on the backing folder (nothing of the kernel's cache of the old mount is left)."""
         dropped = self._ask("cut")
@@ -390,15 +394,14 @@ class PowerLossDisk:
         process, self._process = self._process, None
         if process is None:
             return
-        if os.path.ismount(self.store):
-            done = subprocess.run(["fusermount3", "-u", str(self.store)], capture_output=True, check=False)
-            if done.returncode != 0:
-                subprocess.run(["fusermount3", "-uz", str(self.store)], capture_output=True, check=False)
-        if not _waited(process, UNMOUNT_TIMEOUT_S):
-            children.kill(process)
+        # whether or not os.path.ismount says so: it does not once the backing folder is gone (a provider's
+        # cleanup may remove it first), and the mount outlives the process that served it
+        done = subprocess.run(["fusermount3", "-u", str(self.store)], capture_output=True, check=False)
+        if done.returncode != 0:
+            subprocess.run(["fusermount3", "-uz", str(self.store)], capture_output=True, check=False)
+        children.stop(process, UNMOUNT_TIMEOUT_S, ask=None)  # the unmount asked it to end; killed if it lingers
         if process.stdout is not None:
             process.stdout.close()
-        self.control.unlink(missing_ok=True)
 
 
 def what_is_missing() -> str:
@@ -412,14 +415,6 @@ def what_is_missing() -> str:
     return ""
 
 
-def _waited(process: subprocess.Popen, timeout_s: float) -> bool:
-    try:
-        process.wait(timeout_s)
-    except subprocess.TimeoutExpired:
-        return False
-    return True
-
-
 class PowerLossDisks:
     """Every node's store on the power-loss layer, for as long as the block runs; the backing folder of a node is
     `<its workdir>/disk`. On leaving, every mount is taken down and, with `remove`, that folder removed."""
@@ -430,20 +425,20 @@ class PowerLossDisks:
 
     def __enter__(self) -> PowerLossDisks:
         try:
-            for disk in self.disks:
-                disk.mount()
+            with ThreadPoolExecutor(len(self.disks)) as pool:
+                list(pool.map(PowerLossDisk.mount, self.disks))
         except BaseException:
             self.__exit__()
             raise
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for disk in self.disks:
-            disk.unmount()
+        with ThreadPoolExecutor(len(self.disks)) as pool:
+            list(pool.map(PowerLossDisk.unmount, self.disks))
         if self.remove is not None:
             shutil.rmtree(self.remove, ignore_errors=True)
 
 
 if __name__ == "__main__":
     with contextlib.suppress(KeyboardInterrupt):
-        serve(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]))
+        serve(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3])

@@ -436,6 +436,12 @@ TABLE: tuple[Option, ...] = (
         commands=("durability",),
         variable=None,  # a choice made on the command line, each time
     ),
+    _switch(
+        "power_loss_layer",
+        "run every node's store on the power-loss layer (a FUSE file system that holds unsynced writes apart) even "
+        "when no power-cut-* fault is asked for, to measure what the layer costs (a power-cut-* fault turns it on)",
+        commands=("durability",),
+    ),
     Option(
         "sync_interval",
         "the nodes' JetStream sync_interval: default (the server's, lazy fsync) or always (fsync every write)",

@@ -4,15 +4,29 @@ real FUSE mount and a small program that writes through it."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
-from jetcheck.durability.power_loss import PAGE, PowerLossDisk, PowerLossLayer, what_is_missing
+from jetcheck import cli
+from jetcheck.durability.faults import ClusterFaults
+from jetcheck.durability.history import HISTORY_DIR, FaultRecord, read_history
+from jetcheck.durability.power_loss import PAGE, PowerLossDisk, PowerLossDisks, PowerLossLayer, what_is_missing
+from jetcheck.durability.schedule import PlannedFault, run_schedule
+from jetcheck.fixtures.process import NatsServerProcess
+from jetcheck.records import RUN_FILE
+
+from ..conftest import SERVER_VERSION
+from .test_durability_run import run_with_failing_session
 
 MISSING = what_is_missing()
 NEEDS_FUSE = pytest.mark.skipif(bool(MISSING), reason=MISSING)
@@ -32,7 +46,7 @@ def test_only_what_was_fsynced_reaches_the_backing_file(tmp_path):
     assert layer.getattr("/f")["st_size"] == 8000
     assert layer.read("/f", 9000, 0, fh) == b"a" * 5000 + b"b" * 3000
     assert backing_bytes(layer, "/f") == b"a" * 5000
-    assert layer.cut() == {"files": 1, "bytes": 3000, "pages": 1}
+    assert layer.cut() == {"files": 1, "bytes": 3000, "pages": 1, "largest": {"/f": 3000}}
     assert layer.read("/f", 9000, 0, fh) == b"a" * 5000
     layer.release("/f", fh)
 
@@ -82,7 +96,7 @@ def test_unsynced_data_follows_a_rename_and_goes_with_an_unlink(tmp_path):
     fh2 = layer.create("/d/gone", 0o644)
     layer.write("/d/gone", b"q" * 100, 0, fh2)
     layer.unlink("/d/gone")
-    assert layer.figures() == {"files": 0, "bytes": 0, "pages": 0}
+    assert layer.figures() == {"files": 0, "bytes": 0, "pages": 0, "largest": {}}
 
 
 # A program that writes through the mount as a server would: some files fsynced, some not, one synced and then
@@ -118,15 +132,112 @@ def test_a_cut_leaves_exactly_the_synced_bytes_of_a_program_that_wrote_through_t
         subprocess.run([sys.executable, "-c", WRITER, str(disk.store)], check=True, timeout=30)
         before = (disk.store / "msgs" / "1.blk").read_bytes()
         assert before == b"synced-1|" * 1000 + b"lost-1|" * 1000  # a read sees what was written
-        assert disk.unsynced() == {"files": 2, "bytes": 7000 + 3500, "pages": 3}
-        dropped = disk.cut()
-        assert dropped == {"files": 2, "bytes": 10500, "pages": 3}
+        held = {"files": 2, "bytes": 7000 + 3500, "pages": 3, "largest": {"/msgs/1.blk": 7000, "/msgs/2.blk": 3500}}
+        assert disk.unsynced() == held
+        assert disk.cut() == held
         assert os.path.ismount(disk.store)
         assert (disk.store / "msgs" / "1.blk").read_bytes() == b"synced-1|" * 1000
         assert (disk.store / "msgs" / "2.blk").read_bytes() == b""  # created (kept), never synced
         assert (disk.store / "index.db").read_bytes() == b"synced-index"
-        assert disk.unsynced() == {"files": 0, "bytes": 0, "pages": 0}
+        assert disk.unsynced()["bytes"] == 0
     finally:
         disk.unmount()
     assert not os.path.ismount(disk.store)
     assert (tmp_path / "disk" / "msgs" / "1.blk").read_bytes() == b"synced-1|" * 1000
+
+
+@NEEDS_FUSE
+def test_a_mount_whose_folders_were_removed_under_it_is_still_taken_down(tmp_path):
+    """A cluster's cleanup removes the node folders (backing folder included) before the layer is unmounted; the
+    mount must not outlive the run (os.path.ismount no longer sees it then)."""
+    disk = PowerLossDisk(tmp_path / "n1" / "store", tmp_path / "n1" / "disk")
+    disk.mount()
+    (disk.store / "f").write_bytes(b"x")
+    shutil.rmtree(tmp_path / "n1", ignore_errors=True)
+    disk.unmount()
+    mounts = Path("/proc/mounts").read_text()
+    assert str(disk.store) not in mounts
+    shutil.rmtree(tmp_path / "n1")
+
+
+class DownNodes(ClusterFaults):
+    """The fault schedule's view of nodes that are not running: kills and heals change nothing, the power cuts are
+    real (the stores are mounted on the layer)."""
+
+    def kill(self, indices: list[int]) -> None:
+        self.killed = set(indices)
+
+    async def heal_all(self) -> None:
+        pass
+
+
+@NEEDS_FUSE
+@pytest.mark.asyncio
+async def test_power_cuts_drop_the_unsynced_writes_of_the_one_the_minority_or_every_node(tmp_path):
+    """power-cut-one cuts the drawn node alone, power-cut-minority the minority, power-cut-all every node; each
+    cut node loses what it had not synced, the record and the figures say how much, the others keep theirs."""
+    names = [f"n{i}" for i in range(1, 6)]
+    nodes = [NatsServerProcess(Path("/nonexistent/nats-server"), tmp_path / name, name=name) for name in names]
+    with PowerLossDisks([node.store_dir for node in nodes]) as disks:
+        faults = DownNodes(nodes, disks=disks)
+
+        def write_unsynced() -> None:
+            for number, node in enumerate(nodes, 1):
+                (node.store_dir / "1.blk").write_bytes(b"m" * 100 * number)
+
+        plan = [
+            PlannedFault(at_s=0.0, kind="power-cut-one", hold_s=0.0, minority=(3, 1)),
+            PlannedFault(at_s=0.0, kind="power-cut-minority", hold_s=0.0, minority=(1, 3)),
+            PlannedFault(at_s=0.0, kind="power-cut-all", hold_s=0.0, minority=(0, 2)),
+        ]
+        records = []
+        for fault in plan:
+            write_unsynced()
+            (record,) = await run_schedule(faults, [fault], leader=None, started=time.monotonic())
+            records.append(record)
+            kept = [(node.store_dir / "1.blk").stat().st_size for node in nodes]
+            assert [size == 0 for size in kept] == [name in record.nodes for name in names], (fault.kind, kept)
+    assert [r.nodes for r in records] == [["n4"], ["n2", "n4"], names]
+    assert records[0].detail == "n4: 400 unsynced bytes dropped (1 files, 1 pages)"
+    assert [(cut["node"], cut["bytes"]) for cut in faults.power_cuts] == [
+        ("n4", 400), ("n2", 200), ("n4", 400), ("n1", 100), ("n2", 200), ("n3", 300), ("n4", 400), ("n5", 500)
+    ]  # fmt: skip
+    assert not any(str(tmp_path) in line for line in Path("/proc/mounts").read_text().splitlines())
+
+
+def mounts_under(folder: Path) -> list[str]:
+    return [line for line in Path("/proc/mounts").read_text().splitlines() if str(folder) in line]
+
+
+@NEEDS_FUSE
+def test_a_short_run_with_power_cuts_and_sync_always_loses_nothing_and_says_what_each_cut_dropped(tmp_path, capsys):
+    """12 s of writes on three nodes whose stores are on the layer, every node's power cut: with sync_interval
+    always every rule holds; each cut's record and run.json say how many unsynced bytes each node lost; no mount
+    is left."""
+    out = tmp_path / "out"
+    argv = ["durability", "--server-version", SERVER_VERSION, "--duration", "12s", "--seed", "1"]
+    code = cli.main([*argv, "--faults", "power-cut-all", "--sync-interval", "always", "--out", str(out)])
+    printed = capsys.readouterr()
+    assert code == 0, printed.out + printed.err
+    assert "sync_interval always, power-loss layer, schedule power-cut-all@" in printed.out
+    (fault,) = read_history(out / HISTORY_DIR, FaultRecord)
+    assert fault.kind == "power-cut-all" and len(fault.nodes) == 3
+    assert re.fullmatch(r"(jetcheck-n\d: [\d,]+ unsynced bytes dropped \(\d+ files, \d+ pages\)(; )?){3}", fault.detail)
+    run = json.loads((out / RUN_FILE).read_text())
+    assert run["server"]["power_loss_layer"] is True
+    assert sorted(cut["node"] for cut in run["power_cuts"]) == fault.nodes
+    assert mounts_under(Path(tempfile.gettempdir())) == []
+
+
+@NEEDS_FUSE
+def test_a_failing_run_on_the_layer_leaves_no_mount_no_layer_and_no_folder(tmp_path, monkeypatch, capsys):
+    """When the run fails once the cluster is up on the layer, every mount is taken down, every layer process
+    ended and the temp folder removed."""
+    seen: list[int] = []
+
+    def look(nodes, links, temp):
+        seen.append(len(mounts_under(temp)))
+
+    run_with_failing_session(tmp_path, monkeypatch, capsys, ["--faults", "power-cut-one"], look)
+    assert seen == [3]
+    assert mounts_under(tmp_path) == []
