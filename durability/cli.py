@@ -39,6 +39,7 @@ from .history import HISTORY_DIR, DeliveryRecord, FaultRecord, PublishRecord, St
 from .packet_loss import NAMESPACE_ENV, in_own_namespace, own_namespace, what_is_missing
 from .power_loss import PowerLossDisks
 from .power_loss import what_is_missing as power_loss_missing
+from .profiles import PROFILES, run_profile
 from .schedule import describe, plan_faults
 from .session import run_session
 from .workload import WorkloadPlan
@@ -63,7 +64,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def validate(args: argparse.Namespace) -> None:
     """A described cluster is the user's: refused without --allow-faults (before its file is read or anything is
-    reached), and only faults its commands can do."""
+    reached), and only faults its commands can do. A profile must be one of PROFILES."""
+    if args.profile and args.profile not in PROFILES:
+        raise ConfigError(f"--profile {args.profile}: no such profile (profiles: {', '.join(PROFILES)})")
     if args.server.kind != "cluster-file":
         return
     if not args.allow_faults:
@@ -95,6 +98,8 @@ def _provider(args: argparse.Namespace, partitionable: bool) -> ClusterProvider 
 
 def durability_command(args: argparse.Namespace) -> int:
     validate(args)
+    if args.profile:
+        return run_profile(args, durability_command)
     seed = args.seed if args.seed is not None else secrets.randbelow(2**32)
     power = wants_power_loss_layer(args)
     if power and (missing := power_loss_missing()):

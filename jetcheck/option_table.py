@@ -436,6 +436,15 @@ TABLE: tuple[Option, ...] = (
         commands=("durability",),
         variable=None,  # a choice made on the command line, each time
     ),
+    Option(
+        "profile",
+        "run a named profile instead of one schedule: its settings, once per variant, each into --out/VARIANT, and "
+        "say per variant whether it did what the finding says (power-loss-sync: every node's power cut, with "
+        "sync_interval default and always; see the durability guide)",
+        lambda: "",
+        str.strip,
+        commands=("durability",),
+    ),
     _switch(
         "power_loss_layer",
         "run every node's store on the power-loss layer (a FUSE file system that holds unsynced writes apart) even "
