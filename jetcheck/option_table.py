@@ -414,9 +414,10 @@ TABLE: tuple[Option, ...] = (
         + ", ".join(FAULT_KINDS)
         + " (default: "
         + ",".join(PROCESS_FAULTS)
-        + "; the disk faults and the network faults, which route the nodes through relays that cut, stall or slow "
-        "links or drop their packets (the lossy-* ones: root, in a network namespace of the run's own), are asked "
-        "for by name)",
+        + "; the disk faults, the network faults, which route the nodes through relays that cut, stall or slow "
+        "links or drop their packets (the lossy-* ones: root, in a network namespace of the run's own), and the "
+        "power cuts, which put every store on a FUSE layer that drops what was not fsynced (root), are asked for by "
+        "name)",
         lambda: ",".join(PROCESS_FAULTS),
         listed(choice(*FAULT_KINDS), "fault kinds", skip_empty=True),
         commands=("durability",),

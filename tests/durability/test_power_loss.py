@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from jetcheck import cli
+from jetcheck.durability import power_loss
 from jetcheck.durability.faults import ClusterFaults
 from jetcheck.durability.history import HISTORY_DIR, FaultRecord, read_history
 from jetcheck.durability.power_loss import PAGE, PowerLossDisk, PowerLossDisks, PowerLossLayer, what_is_missing
@@ -241,3 +242,19 @@ def test_a_failing_run_on_the_layer_leaves_no_mount_no_layer_and_no_folder(tmp_p
     run_with_failing_session(tmp_path, monkeypatch, capsys, ["--faults", "power-cut-one"], look)
     assert seen == [3]
     assert mounts_under(tmp_path) == []
+
+
+def test_the_layer_is_refused_on_a_described_cluster(tmp_path, capsys):
+    """A user's cluster keeps its own stores: a power cut or --power-loss-layer is refused in one line, exit 2."""
+    described = ["durability", "--server", f"cluster-file:{tmp_path / 'c.toml'}", "--allow-faults"]
+    assert cli.main([*described, "--faults", "power-cut-all"]) == 2
+    assert "power-cut-all need a cluster jetcheck starts" in capsys.readouterr().err
+    assert cli.main([*described, "--power-loss-layer"]) == 2
+    assert "--power-loss-layer needs a cluster jetcheck starts" in capsys.readouterr().err
+
+
+def test_a_power_cut_without_root_is_one_line_and_exit_2(monkeypatch, capsys):
+    """Without root (or FUSE) a power cut is refused before any node starts, naming what is needed."""
+    monkeypatch.setattr(power_loss.os, "geteuid", lambda: 1000)
+    assert cli.main(["durability", "--faults", "power-cut-one", "--duration", "5s"]) == 2
+    assert "the power-loss layer (power-cut-* faults, --power-loss-layer):" in capsys.readouterr().err
