@@ -19,6 +19,7 @@ import nats.js.errors
 
 from jetcheck.durability.power_loss import PowerLossDisks
 from jetcheck.fixtures.binaries import wheel_binary
+from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.providers import ClusterProvider
 from jetcheck.fixtures.target import Target
 from jetcheck.specs import DEFAULT_VERSION
@@ -62,6 +63,29 @@ async def what_is_left(url: str) -> str:
     return f"the stream holds {info.state.messages:,} messages, sequences {info.state.first_seq}-{info.state.last_seq}"
 
 
+def healthy_within(node, within_s: float) -> str:
+    """ "healthy", or what /healthz still said after `within_s` (a node may be up and still catching up)."""
+    try:
+        node.wait_ready(within_s)
+    except TargetError as exc:
+        return f"not healthy after {within_s:g} s ({str(exc).rsplit(' | ', 1)[-1]})"
+    return "healthy"
+
+
+def replica_state(node) -> str:
+    """What the node's own replica of the stream holds, from its /jsz."""
+    try:
+        jsz = node.monitor("jsz?accounts=true&streams=true")
+    except OSError as exc:
+        return f"/jsz did not answer ({exc})"
+    for account in jsz.get("account_details") or []:
+        for stream in account.get("stream_detail") or []:
+            if stream.get("name") == STREAM:
+                state = stream.get("state", {})
+                return f"{state.get('messages', 0):,} messages, last seq {state.get('last_seq', 0):,}"
+    return "no such stream"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write-for", type=float, default=20.0, help="seconds of writes before the power cut")
@@ -79,15 +103,17 @@ def main() -> None:
             dropped = [disk.cut() for disk in disks.disks]
             for node in provider.nodes:
                 node.launch()
-            for node in provider.nodes:
-                node.wait_ready(ANSWER_WITHIN_S)
+            health = {node.name: healthy_within(node, ANSWER_WITHIN_S) for node in provider.nodes}
             left = asyncio.run(what_is_left(target.url))
+            replicas = {node.name: replica_state(node) for node in provider.nodes}
         finally:
             provider.stop()
     print(f"nats-server {provider.version}, sync_interval {args.sync_interval}, {args.write_for:g} s of writes")
     print(f"acknowledged: sequences 1-{acked:,}")
     print("unsynced bytes dropped per node: " + ", ".join(f"{cut['bytes']:,}" for cut in dropped))
     print(f"after the power cut: {left}")
+    for name, said in health.items():
+        print(f"  {name}: {said}; its replica: {replicas[name]}")
 
 
 if __name__ == "__main__":
