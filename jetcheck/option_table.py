@@ -231,7 +231,17 @@ TABLE: tuple[Option, ...] = (
         "Hypothesis profile: fast (CI) or thorough (certification)",
         lambda: "fast",
         choice("fast", "thorough"),
-        commands=("certify", PYTEST),
+        commands=("certify", PYTEST, "durability"),
+        variants={
+            "durability": {
+                "help": "run a named profile instead of one schedule: its settings, once per variant, each into "
+                "--out/VARIANT, and say per variant whether it did what the finding says (power-loss-sync: every "
+                "node's power cut, with sync_interval default and always; see the durability guide)",
+                "default": lambda: "",
+                "parse": str.strip,
+                "variable": None,  # JETCHECK_PROFILE is the Hypothesis profile's
+            },
+        },
     ),
     Option(
         "client",
@@ -436,15 +446,6 @@ TABLE: tuple[Option, ...] = (
         "with the file's commands (without it such a run is refused before anything is reached)",
         commands=("durability",),
         variable=None,  # a choice made on the command line, each time
-    ),
-    Option(
-        "profile",
-        "run a named profile instead of one schedule: its settings, once per variant, each into --out/VARIANT, and "
-        "say per variant whether it did what the finding says (power-loss-sync: every node's power cut, with "
-        "sync_interval default and always; see the durability guide)",
-        lambda: "",
-        str.strip,
-        commands=("durability",),
     ),
     _switch(
         "power_loss_layer",
