@@ -18,8 +18,8 @@ What it models, and what not:
 - The backing files are not fsynced themselves: the machine's own disk does not lose power here.
 
 The layer runs in a process of its own (`python -m jetcheck.durability.power_loss BACKING MOUNT CONTROL`, libfuse3
-through mfusepy), so the run's event loop and the file system do not share an interpreter; its control socket
-answers `status` and `cut` with JSON figures (files, bytes and pages unsynced).
+through mfusepy), so the run's event loop and the file system do not share an interpreter; its control socket (abstract,
+named CONTROL) answers `status` and `cut` with JSON figures (files, bytes and pages unsynced, the largest files).
 
 mfusepy (ctypes over Debian's libfuse3) is used rather than pyfuse3 (needs libfuse3-dev and a compiler) or go-fuse
 (a Go helper to build): no build step, and measured cheap enough for a durability run's write rate (durability
@@ -285,7 +285,10 @@ class PowerLossLayer:
         return 0
 
     def utimens(self, path: str, times: tuple[int, int] | None = None) -> int:
-        os.utime(self._real(path), ns=times) if times else os.utime(self._real(path))
+        if times:
+            os.utime(self._real(path), ns=times)
+        else:
+            os.utime(self._real(path))
         return 0
 
     def statfs(self, path: str) -> dict:
