@@ -211,10 +211,15 @@ def mounts_under(folder: Path) -> list[str]:
 
 
 @NEEDS_FUSE
-def test_a_short_run_with_power_cuts_and_sync_always_loses_nothing_and_says_what_each_cut_dropped(tmp_path, capsys):
+def test_a_short_run_with_power_cuts_and_sync_always_loses_nothing_and_says_what_each_cut_dropped(
+    tmp_path, monkeypatch, capsys
+):
     """12 s of writes on three nodes whose stores are on the layer, every node's power cut: with sync_interval
     always every rule holds; each cut's record and run.json say how many unsynced bytes each node lost; no mount
-    is left."""
+    and no folder is left."""
+    temp = tmp_path / "tmp"  # the cluster's folders go here alone, whatever other tests run beside this one
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
     out = tmp_path / "out"
     argv = ["durability", "--server-version", SERVER_VERSION, "--duration", "12s", "--seed", "1"]
     code = cli.main([*argv, "--faults", "power-cut-all", "--sync-interval", "always", "--out", str(out)])
@@ -227,7 +232,8 @@ def test_a_short_run_with_power_cuts_and_sync_always_loses_nothing_and_says_what
     run = json.loads((out / RUN_FILE).read_text())
     assert run["server"]["power_loss_layer"] is True
     assert sorted(cut["node"] for cut in run["power_cuts"]) == fault.nodes
-    assert mounts_under(Path(tempfile.gettempdir())) == []
+    assert mounts_under(temp) == []
+    assert list(temp.iterdir()) == []
 
 
 @NEEDS_FUSE
