@@ -6,6 +6,7 @@
 - schedule: the seeded fault schedule, done and healed in turn
 - faults: kills, pauses, cut or lossy links and damaged stores, and their heal
 - packet_loss: real packet loss in a network namespace of the run's own
+- power_loss: power cuts: a FUSE layer under each node's store that drops what was not fsynced
 - described_cluster: a user's cluster described in a TOML file, faulted through its own commands
 - history: the records a run writes into history/
 - checker: which durability.* rules the history shows held

@@ -135,6 +135,7 @@ def check_history(history: History) -> dict[str, Finding]:
     findings[ACKED_SURVIVE] = lost.finding(
         ACKED_SURVIVE,
         acked=len(acked),
+        lost=lost.count,
         moved=moved,
         unknown=len(unknown),
         unknown_kept=sum(1 for w in unknown if w in stored),

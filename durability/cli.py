@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -24,7 +25,7 @@ from pathlib import Path
 from jetcheck import __version__
 from jetcheck.conformance.catalog import rules_checked_by
 from jetcheck.errors import ConfigError
-from jetcheck.fault_kinds import LOSS_FAULTS, NETWORK_FAULTS, PROCESS_FAULTS
+from jetcheck.fault_kinds import LOSS_FAULTS, NETWORK_FAULTS, POWER_FAULTS, PROCESS_FAULTS
 from jetcheck.fixtures import children
 from jetcheck.fixtures.binaries import wheel_binary
 from jetcheck.fixtures.providers import ClusterProvider
@@ -36,6 +37,9 @@ from .checker import check_history, summary
 from .described_cluster import DescribedClusterProvider
 from .history import HISTORY_DIR, DeliveryRecord, FaultRecord, PublishRecord, StoredMessage, write_history
 from .packet_loss import NAMESPACE_ENV, in_own_namespace, own_namespace, what_is_missing
+from .power_loss import PowerLossDisks
+from .power_loss import what_is_missing as power_loss_missing
+from .profiles import PROFILES, run_profile
 from .schedule import describe, plan_faults
 from .session import run_session
 from .workload import WorkloadPlan
@@ -60,7 +64,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def validate(args: argparse.Namespace) -> None:
     """A described cluster is the user's: refused without --allow-faults (before its file is read or anything is
-    reached), and only faults its commands can do."""
+    reached), and only faults its commands can do. A profile must be one of PROFILES."""
+    if args.profile and args.profile not in PROFILES:
+        raise ConfigError(f"--profile {args.profile}: no such profile (profiles: {', '.join(PROFILES)})")
     if args.server.kind != "cluster-file":
         return
     if not args.allow_faults:
@@ -70,6 +76,13 @@ def validate(args: argparse.Namespace) -> None:
         )
     if needs_local := sorted(set(args.faults) - set(PROCESS_FAULTS)):
         raise ConfigError(f"--faults {','.join(needs_local)} need a cluster jetcheck starts (--server cluster)")
+    if args.power_loss_layer:
+        raise ConfigError("--power-loss-layer needs a cluster jetcheck starts (--server cluster)")
+
+
+def wants_power_loss_layer(args: argparse.Namespace) -> bool:
+    """Whether the nodes' stores go on the power-loss layer: asked for, or needed by a power-cut-* fault."""
+    return args.power_loss_layer or any(kind in POWER_FAULTS for kind in args.faults)
 
 
 def _provider(args: argparse.Namespace, partitionable: bool) -> ClusterProvider | DescribedClusterProvider:
@@ -85,7 +98,12 @@ def _provider(args: argparse.Namespace, partitionable: bool) -> ClusterProvider 
 
 def durability_command(args: argparse.Namespace) -> int:
     validate(args)
+    if args.profile:
+        return run_profile(args, durability_command)
     seed = args.seed if args.seed is not None else secrets.randbelow(2**32)
+    power = wants_power_loss_layer(args)
+    if power and (missing := power_loss_missing()):
+        raise ConfigError(f"the power-loss layer (power-cut-* faults, --power-loss-layer): {missing}")
     if set(args.faults) & set(LOSS_FAULTS) and not in_own_namespace():
         if missing := what_is_missing():
             raise ConfigError(f"--faults {','.join(sorted(set(args.faults) & set(LOSS_FAULTS)))}: {missing}")
@@ -98,28 +116,33 @@ def durability_command(args: argparse.Namespace) -> int:
     provider = _provider(args, partitionable=any(kind in NETWORK_FAULTS for kind in args.faults))
     size = len(provider.nodes)
     sync_interval = args.sync_interval if isinstance(provider, ClusterProvider) else "as configured"
+    stores = [node.store_dir for node in provider.nodes]
+    layer = PowerLossDisks(stores, remove=provider.workdir) if power else contextlib.nullcontext()
     plan = plan_faults(seed, args.faults, args.duration, size, args.hold)
     workload = WorkloadPlan(duration_s=args.duration)
     where = f"nats-server {args.server_version}" if isinstance(provider, ClusterProvider) else str(provider.path)
     print(f"jetcheck durability: seed {seed}, {size} nodes, {where}")
     print(f"schedule: {describe(plan)}", flush=True)
     started_at, started = utc_now(), time.monotonic()
-    try:
-        provider.start()
-        print(
-            f"cluster up: {', '.join(node.url for node in provider.nodes)}; writing for {args.duration:g} s", flush=True
-        )
-        users_cluster = isinstance(provider, DescribedClusterProvider)
-        observed = asyncio.run(run_session(provider.nodes, plan, workload, seed, provider.links, users_cluster))
-    finally:
-        provider.stop()  # a local cluster: every node, and its folder; a described one: what was faulted, healed
+    with layer as disks:  # mounted before the nodes start, taken down once they are stopped
+        try:
+            provider.start()
+            up = ", ".join(node.url for node in provider.nodes)
+            print(f"cluster up: {up}; writing for {args.duration:g} s", flush=True)
+            users_cluster = isinstance(provider, DescribedClusterProvider)
+            observed = asyncio.run(
+                run_session(provider.nodes, plan, workload, seed, provider.links, users_cluster, disks=disks)
+            )
+        finally:
+            provider.stop()  # a local cluster: every node, and its folder; a described one: what was faulted, healed
     findings = check_history(observed.history)
     history_dir = out / HISTORY_DIR
     write_history(history_dir, observed.history.publishes, PublishRecord)
     write_history(history_dir, observed.history.deliveries, DeliveryRecord)
     write_history(history_dir, [m for ms in observed.history.reads.values() for m in ms], StoredMessage)
     write_history(history_dir, observed.faults, FaultRecord)
-    schedule = f"seed {seed}, {size} nodes, sync_interval {sync_interval}, schedule {describe(plan)}"
+    on_layer = ", power-loss layer" if power else ""
+    schedule = f"seed {seed}, {size} nodes, sync_interval {sync_interval}{on_layer}, schedule {describe(plan)}"
     client = {"name": "nats-py", "version": metadata.version("nats-py")}
     results = []
     of_run = {"server_version": provider.version, "client": client, "check": "jetcheck durability"}
@@ -143,7 +166,12 @@ def durability_command(args: argparse.Namespace) -> int:
     write_results(out / RESULTS_FILE, results)
     run_info = {
         "kind": "durability",
-        "server": {"version": provider.version, "nodes": size, "sync_interval": sync_interval},
+        "server": {
+            "version": provider.version,
+            "nodes": size,
+            "sync_interval": sync_interval,
+            "power_loss_layer": power,
+        },
         "client": client,
         "options": {
             "seed": seed,
@@ -159,6 +187,7 @@ def durability_command(args: argparse.Namespace) -> int:
         },
         "schedule": [vars(fault) for fault in plan],
         "recovery_s": observed.recovery_s,
+        "power_cuts": observed.power_cuts,  # per node of each power cut: the unsynced files, bytes, pages dropped
         # how the final read was judged, so that `jetcheck report` re-reads history/ as the checker did
         "final_read": {
             "reference": observed.history.reference,
@@ -187,6 +216,8 @@ def _in_own_namespace(args: argparse.Namespace, seed: int) -> int:
             "--duration", f"{args.duration:g}s", "--seed", str(seed), "--nodes", str(args.nodes),
             "--faults", ",".join(args.faults), "--hold", f"{low:g}-{high:g}", "--sync-interval", args.sync_interval,
             "--out", str(Path(args.out).resolve())]  # fmt: skip
+    if args.power_loss_layer:
+        argv.append("--power-loss-layer")
     if args.server_cache:
         argv += ["--server-cache", str(Path(args.server_cache).resolve())]
     name = f"jetcheck-{secrets.token_hex(4)}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from jetcheck.fixtures.errors import TargetError
@@ -19,6 +20,7 @@ from jetcheck.fixtures.process import NatsServerProcess
 from jetcheck.fixtures.relay import Link, RouteMesh
 
 from .packet_loss import PacketLoss
+from .power_loss import PowerLossDisks
 
 NODE_READY_TIMEOUT_S = 90.0  # a node restarted on a busy machine replays its store before /healthz says 200
 HEALTH_POLL_S = 0.1
@@ -29,15 +31,21 @@ class ClusterFaults:
     everything. `links` (the cluster's route relays) is needed for the network faults alone."""
 
     def __init__(
-        self, nodes: list[NatsServerProcess], links: RouteMesh | None = None, loss: PacketLoss | None = None
+        self,
+        nodes: list[NatsServerProcess],
+        links: RouteMesh | None = None,
+        loss: PacketLoss | None = None,
+        disks: PowerLossDisks | None = None,
     ) -> None:
         self.nodes = nodes
         self.links = links
         self.loss = loss  # for the lossy-* faults: the run's own network namespace
+        self.disks = disks  # for the power-cut-* faults: each node's store on the power-loss layer
         self.killed: set[int] = set()
         self.paused: set[int] = set()
         self.cut_off: set[int] = set()  # nodes with a cut, stalled, slowed or lossy link
         self.dropped = 0  # packets the last heal found dropped since its lossy fault began
+        self.power_cuts: list[dict] = []  # per node of each power cut: its name and what it dropped
 
     def _mesh(self) -> RouteMesh:
         if self.links is None:
@@ -74,6 +82,17 @@ class ClusterFaults:
             node.kill()
             self.killed.add(i)
             self.paused.discard(i)
+
+    def power_cut(self, indices: list[int]) -> list[dict]:
+        """kill -9 each node of `indices`, then drop what its store was given and not synced (the power cut) and
+        mount it afresh; the figures of what each lost (files, bytes, pages). Started again by `heal_all`."""
+        if self.disks is None:
+            raise TargetError("a power cut needs the nodes' stores on the power-loss layer (durability.power_loss)")
+        self.kill(indices)
+        with ThreadPoolExecutor(len(indices)) as pool:  # at once, as the power goes out: each remount takes a while
+            dropped = list(pool.map(lambda i: self.disks.disks[i].cut(), indices))
+        self.power_cuts += [{"node": self.nodes[i].name, **lost} for i, lost in zip(indices, dropped, strict=True)]
+        return dropped
 
     def pause(self, indices: list[int]) -> None:
         for i in indices:

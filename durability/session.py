@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import nats.errors
@@ -30,6 +30,7 @@ from .checker import History
 from .faults import ClusterFaults
 from .history import FaultRecord, StoredMessage
 from .packet_loss import PacketLoss, in_own_namespace
+from .power_loss import PowerLossDisks
 from .schedule import PlannedFault, run_schedule
 from .workload import WorkloadLog, WorkloadPlan, consume, create_consumer, publish_once, run_publishers
 
@@ -56,6 +57,7 @@ class Observed:
     history: History
     faults: list[FaultRecord]
     recovery_s: float
+    power_cuts: list[dict] = field(default_factory=list)  # per node of each power cut: what it dropped
 
 
 async def _connect(nodes: list[NatsServerProcess], only: int | None = None) -> Client:
@@ -75,9 +77,10 @@ async def run_session(
     seed: int,
     links: RouteMesh | None,
     users_cluster: bool = False,
+    disks: PowerLossDisks | None = None,
 ) -> Observed:
     """The run on a cluster that is up; on a user's cluster, the stream it creates is removed again at the end
-    (jetcheck's own cluster is removed whole)."""
+    (jetcheck's own cluster is removed whole). `disks`: the nodes' stores on the power-loss layer, for power cuts."""
     admin, publisher, consumer = [await _connect(nodes) for _ in range(3)]
     ours = False
     try:
@@ -95,7 +98,7 @@ async def run_session(
         await _set_up("creating the durable consumer", lambda: create_consumer(admin, STREAM, CONSUMER))
         log, stop_consuming = WorkloadLog(), asyncio.Event()
         consuming = asyncio.create_task(consume(consumer, STREAM, CONSUMER, log, stop_consuming))
-        faults = ClusterFaults(nodes, links, PacketLoss() if in_own_namespace() else None)
+        faults = ClusterFaults(nodes, links, PacketLoss() if in_own_namespace() else None, disks)
 
         async def leader() -> str | None:
             """The stream's leader now; a busy or electing cluster is asked again for a while before giving up."""
@@ -140,7 +143,7 @@ async def run_session(
             stream_error,
             consumer_error,
         )
-        return Observed(history, done, recovery_s)
+        return Observed(history, done, recovery_s, faults.power_cuts)
     finally:
         if ours and users_cluster:
             with contextlib.suppress(nats.errors.Error, TimeoutError):

@@ -23,5 +23,9 @@ LOSS_FAULTS = ("lossy-leader", "lossy-minority")
 # or every read on the leader's links held a while before the relay forwards it
 NETWORK_FAULTS = ("partition-minority", "partition-leader", "partition-bridge", "stall-leader", "slow-leader",
                   *LOSS_FAULTS)  # fmt: skip
-FAULT_KINDS = PROCESS_FAULTS + DISK_FAULTS + NETWORK_FAULTS
+# a power cut of every node, of one, or of a minority: kill -9, then what they wrote but did not fsync is dropped
+# (durability.power_loss, a FUSE layer under each store, mounted only when one of these is asked for), then they
+# are started again on what they synced
+POWER_FAULTS = ("power-cut-all", "power-cut-one", "power-cut-minority")
+FAULT_KINDS = PROCESS_FAULTS + DISK_FAULTS + NETWORK_FAULTS + POWER_FAULTS
 HOLD_S = (1.0, 4.0)  # how long a fault lasts before it is healed, drawn per fault (the default)

@@ -231,7 +231,17 @@ TABLE: tuple[Option, ...] = (
         "Hypothesis profile: fast (CI) or thorough (certification)",
         lambda: "fast",
         choice("fast", "thorough"),
-        commands=("certify", PYTEST),
+        commands=("certify", PYTEST, "durability"),
+        variants={
+            "durability": {
+                "help": "run a named profile instead of one schedule: its settings, once per variant, each into "
+                "--out/VARIANT, and say per variant whether it did what the finding says (power-loss-sync: every "
+                "node's power cut, with sync_interval default and always; see the durability guide)",
+                "default": lambda: "",
+                "parse": str.strip,
+                "variable": None,  # JETCHECK_PROFILE is the Hypothesis profile's
+            },
+        },
     ),
     Option(
         "client",
@@ -469,9 +479,10 @@ TABLE: tuple[Option, ...] = (
         + ", ".join(FAULT_KINDS)
         + " (default: "
         + ",".join(PROCESS_FAULTS)
-        + "; the disk faults and the network faults, which route the nodes through relays that cut, stall or slow "
-        "links or drop their packets (the lossy-* ones: root, in a network namespace of the run's own), are asked "
-        "for by name)",
+        + "; the disk faults, the network faults, which route the nodes through relays that cut, stall or slow "
+        "links or drop their packets (the lossy-* ones: root, in a network namespace of the run's own), and the "
+        "power cuts, which put every store on a FUSE layer that drops what was not fsynced (root), are asked for by "
+        "name)",
         lambda: ",".join(PROCESS_FAULTS),
         listed(choice(*FAULT_KINDS), "fault kinds", skip_empty=True),
         commands=("durability",),
@@ -490,6 +501,12 @@ TABLE: tuple[Option, ...] = (
         "with the file's commands (without it such a run is refused before anything is reached)",
         commands=("durability",),
         variable=None,  # a choice made on the command line, each time
+    ),
+    _switch(
+        "power_loss_layer",
+        "run every node's store on the power-loss layer (a FUSE file system that holds unsynced writes apart) even "
+        "when no power-cut-* fault is asked for, to measure what the layer costs (a power-cut-* fault turns it on)",
+        commands=("durability",),
     ),
     Option(
         "sync_interval",

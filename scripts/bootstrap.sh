@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what jetcheck needs on a fresh machine: Debian's nats-server (the 2.9.10 in the version matrix), Chromium
-# (renders the HTML report in tests), openssl, a JDK (Spark), iproute2 and nftables (durability's packet loss) and,
-# where no Docker engine answers, podman with runc (--server container) when missing, then a venv in .venv with jetcheck
-# and its dependencies. Safe to run again: it only installs what is missing.
+# (renders the HTML report in tests), openssl, a JDK (Spark), iproute2 and nftables (durability's packet loss), fuse3
+# (its power cuts) and, where no Docker engine answers, podman with runc (--server container) when missing, then a venv
+# in .venv with jetcheck and its dependencies. Safe to run again: it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +14,8 @@ command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
 # packet loss between durability's nodes: a network namespace of the run's own (ip) with nftables drop rules
 command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || missing+=(iproute2)
 command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || missing+=(nftables)
+# durability's power cuts: a FUSE layer under each node's store (libfuse3 and fusermount3)
+command -v fusermount3 >/dev/null 2>&1 || missing+=(fuse3)
 if [ -z "${DOCKER_HOST:-}" ] && [ ! -S /var/run/docker.sock ]; then
   command -v podman >/dev/null 2>&1 || missing+=(podman)
   command -v runc >/dev/null 2>&1 || [ -x /usr/sbin/runc ] || missing+=(runc)

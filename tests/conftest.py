@@ -39,6 +39,11 @@ SLOW = (
     # the fault tests: real runs on a cluster, waiting out kills, cuts, drops and damaged stores
     "tests/durability/test_*.py::test_a_short_*",
     "tests/durability/test_disk_faults.py::test_one_node_damaged_while_every_node_is_down",
+    # real FUSE mounts (each a process of its own), remounted at each cut
+    "tests/durability/test_power_loss.py::test_power_cuts_*",
+    "tests/durability/test_power_loss.py::test_a_cut_leaves_*",
+    "tests/durability/test_power_loss.py::test_a_mount_whose_*",
+    "tests/durability/test_power_loss.py::test_a_failing_run_on_the_layer_*",
     "tests/durability/test_cluster_file.py::test_a_*described_cluster*",
     "tests/reports/test_report_durability.py::test_a_real_short_run_*",
     # load held at a rate for seconds on end (the scenarios' own tests stay), and TLS refusals waited out

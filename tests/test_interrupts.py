@@ -25,6 +25,7 @@ from jetcheck.testing.synthetic import LoadSpec, sample_results, write_certify_r
 
 from .conftest import SERVER_VERSION
 from .durability.test_packet_loss import MISSING, namespaces
+from .durability.test_power_loss import MISSING as POWER_LOSS_MISSING
 from .hygiene import still_running
 
 STOP_BUDGET_S = 5.0
@@ -70,6 +71,9 @@ def case_for(command: str, tmp_path: Path, url: str) -> Case:
     if command == "durability-partitions":  # the same, its routes through relays in the command's own process
         argv = ["durability", "--duration", "300s", "--faults", "partition-minority,stall-leader", "--out", str(out)]
         return Case(argv, mentions(tmp_path / "stdout", "cluster up:"), False)
+    if command == "durability-power":  # the same, each store on a FUSE layer served by a process of its own
+        argv = ["durability", "--duration", "300s", "--faults", "power-cut-all", "--out", str(out)]
+        return Case(argv, mentions(tmp_path / "stdout", "cluster up:"), False)
     if command == "durability-loss":  # the same, in a network namespace of its own made by a second process
         argv = ["durability", "--duration", "300s", "--faults", "lossy-leader", "--out", str(out)]
         return Case(argv, mentions(tmp_path / "stdout", "cluster up:"), False)
@@ -104,6 +108,7 @@ SIGNALLED = [
     pytest.param("load-local", signal.SIGTERM, id="load-local-sigterm"),
     *(pytest.param("durability", sig, id=f"durability-{sig.name.lower()}") for sig in (signal.SIGINT, signal.SIGTERM)),
     pytest.param("durability-partitions", signal.SIGINT, id="durability-partitions-sigint"),
+    pytest.param("durability-power", signal.SIGINT, id="durability-power-sigint"),
     *(
         pytest.param("durability-loss", sig, id=f"durability-loss-{sig.name.lower()}")
         for sig in (signal.SIGINT, signal.SIGTERM)
@@ -127,6 +132,8 @@ def test_an_interrupted_command_stops_everything_it_started(tmp_path, embedded_s
     stream the run created."""
     if command == "durability-loss" and MISSING:
         pytest.skip(MISSING)
+    if command == "durability-power" and POWER_LOSS_MISSING:
+        pytest.skip(POWER_LOSS_MISSING)
     case = case_for(command, tmp_path, embedded_server.url)
     temp = tmp_path / "tmp"
     temp.mkdir()

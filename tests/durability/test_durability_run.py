@@ -116,7 +116,7 @@ def run_with_failing_session(tmp_path, monkeypatch, capsys, argv: list[str], loo
     temp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
 
-    async def failing_session(nodes, plan, workload, seed, links, users_cluster):
+    async def failing_session(nodes, plan, workload, seed, links, users_cluster, disks=None):
         look(nodes, links, temp)
         raise TargetError("the session failed")
 
