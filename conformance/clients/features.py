@@ -87,16 +87,8 @@ async def natspy_resume_consumer(session: NatsPySession, stream: str, consumer: 
             raise natspy_api_error("resume_consumer", exc) from None
 
 
-async def natspy_group_fetch(
-    session: NatsPySession,
-    stream: str,
-    consumer: str,
-    *,
-    group: str,
-    batch: int,
-    expires: float,
-    min_pending: int | None = None,
-) -> GroupPull:
+async def natspy_group_fetch(session: NatsPySession, stream: str, consumer: str, **pull) -> GroupPull:
+    """Refuses every group pull (driver_group_fetch names the pull's options: group, batch, expires, min_pending)."""
     version = metadata.version("nats-py")
     raise Unsupported(
         "unsupported",
