@@ -20,7 +20,6 @@ from nats.js.client import JetStreamContext
 
 from .base import Unsupported
 from .driver_adapter import DriverSession
-from .driver_pipe import REQUEST_TIMEOUT_S
 from .natspy import NatsPySession
 from .natspy_failures import call_shape, natspy_api_error, natspy_failures, release_call, release_option
 
@@ -141,16 +140,8 @@ async def driver_group_fetch(
     expires: float,
     min_pending: int | None = None,
 ) -> GroupPull:
-    answer = await session.process.request(
-        "js_group_fetch",
-        timeout=expires + REQUEST_TIMEOUT_S,
-        session=session.id,
-        stream=stream,
-        consumer=consumer,
-        group=group,
-        batch=batch,
-        expires_s=expires,
-        min_pending=min_pending,
+    answer = await session.pull(
+        "js_group_fetch", stream, consumer, batch=batch, expires=expires, group=group, min_pending=min_pending
     )
     got = [(int(d["stream_seq"]), str(d.get("pin_id") or "")) for d in answer.get("deliveries", [])]
     return GroupPull(got, str(answer.get("error") or ""))
