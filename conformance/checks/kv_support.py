@@ -114,9 +114,11 @@ DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m"
 
 def ttl_seconds(header: str | None) -> float | None:
     """A Nats-TTL header's seconds (ADR-43: whole seconds, or a Go duration such as 1h or 90s); None without one."""
-    if header is None:
-        return None
-    text = header.strip()
+    return None if header is None else duration_seconds(header.strip())
+
+
+def duration_seconds(text: str) -> float | None:
+    """Whole seconds or a Go duration (2s, 1m30s) in seconds, `text` taken as it is; None when it is neither."""
     if text.isdigit():
         return float(text)
     parts = GO_DURATION.findall(text)

@@ -11,11 +11,11 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
-import re
 
 import pytest
 
 from jetcheck.conformance.checks.answers import answered, who
+from jetcheck.conformance.checks.kv_support import duration_seconds
 from jetcheck.conformance.clients.base import Unsupported, connected, refusal
 from jetcheck.conformance.clients.features import PIN
 from jetcheck.conformance.jsapi import (
@@ -42,20 +42,6 @@ REPIN = "ADR-42 (client side, Pinning): after a 423 the client clears the id and
 OVERFLOW = "ADR-42 (client side, Overflow): a pull with min_pending gets messages only with at least that many pending"
 GROUP = "jobs"
 PULL_S = 1.5  # a group pull's expiry: long enough for a served pull, short for a standby one
-UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-GO_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-
-
-def ttl_seconds(value: str | None) -> float | None:
-    """A Nats-TTL value (whole seconds, or a Go duration such as 2s or 1m30s) in seconds; None when neither."""
-    if value is None:
-        return None
-    if value.isdigit():
-        return float(value)
-    parts = GO_DURATION.findall(value)
-    if not parts or "".join(n + u for n, u in parts) != value:
-        return None
-    return sum(float(n) * UNITS[u] for n, u in parts)
 
 
 # --- per-message TTL (ADR-43) ------------------------------------------------------------------------------------
@@ -79,7 +65,8 @@ async def test_a_ttl_publish_stores_the_ttl_in_nats_ttl(client, target, nc, make
     stored = [m for m in await subject_messages(nc, stream.name, stream.subject("t")) if m.seq == seq]
     headers = stored[0].headers if stored else {}
     observe("stored_headers", headers)
-    got = ttl_seconds(headers.get("Nats-TTL"))
+    # the header as stored, unstripped: a client's " 2" is not a TTL of 2 s
+    got = None if headers.get("Nats-TTL") is None else duration_seconds(headers["Nats-TTL"])
     assert got == TTL_S, (
         f"{ADR43}; a publish through {who(client)} with a {TTL_S}s TTL was stored with Nats-TTL "
         f"{headers.get('Nats-TTL')!r} (headers {headers})"

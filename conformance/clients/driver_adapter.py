@@ -194,15 +194,8 @@ class DriverSession:
     async def fetch(
         self, stream: str, consumer: str, *, batch: int, expires: float, idle_heartbeat: float | None
     ) -> FetchOutcome:
-        answer = await self.process.request(
-            "fetch",
-            timeout=expires + REQUEST_TIMEOUT_S,
-            session=self.id,
-            stream=stream,
-            consumer=consumer,
-            batch=batch,
-            expires_s=expires,
-            idle_heartbeat_s=idle_heartbeat,
+        answer = await self.pull(
+            "fetch", stream, consumer, batch=batch, expires=expires, idle_heartbeat_s=idle_heartbeat
         )
         deliveries = [delivery_from(r, self.process.loop_time(r.get("at_ns"))) for r in answer.get("deliveries", [])]
         error = answer.get("error")
@@ -213,6 +206,20 @@ class DriverSession:
         heartbeat = answer.get("effective_idle_heartbeat_s")
         return FetchOutcome(
             deliveries, event, float(answer.get("took_s", 0.0)), float(heartbeat) if heartbeat is not None else None
+        )
+
+    async def pull(self, op: str, stream: str, consumer: str, *, batch: int, expires: float, **more) -> dict:
+        """The driver's answer to a pull (`fetch`, `js_group_fetch`) of `batch` messages expiring after `expires`
+        seconds, with `more` arguments: a pull may take its whole expiry, so the request waits that much longer."""
+        return await self.process.request(
+            op,
+            timeout=expires + REQUEST_TIMEOUT_S,
+            session=self.id,
+            stream=stream,
+            consumer=consumer,
+            batch=batch,
+            expires_s=expires,
+            **more,
         )
 
     async def object_store(self, bucket: str) -> DriverObjectStore:

@@ -20,7 +20,6 @@ from nats.js.client import JetStreamContext
 
 from .base import Unsupported
 from .driver_adapter import DriverSession
-from .driver_pipe import REQUEST_TIMEOUT_S
 from .natspy import NatsPySession
 from .natspy_failures import call_shape, natspy_api_error, natspy_failures, release_call, release_option
 
@@ -87,16 +86,8 @@ async def natspy_resume_consumer(session: NatsPySession, stream: str, consumer: 
             raise natspy_api_error("resume_consumer", exc) from None
 
 
-async def natspy_group_fetch(
-    session: NatsPySession,
-    stream: str,
-    consumer: str,
-    *,
-    group: str,
-    batch: int,
-    expires: float,
-    min_pending: int | None = None,
-) -> GroupPull:
+async def natspy_group_fetch(session: NatsPySession, stream: str, consumer: str, **pull) -> GroupPull:
+    """Refuses every group pull (driver_group_fetch names the pull's options: group, batch, expires, min_pending)."""
     version = metadata.version("nats-py")
     raise Unsupported(
         "unsupported",
@@ -149,16 +140,8 @@ async def driver_group_fetch(
     expires: float,
     min_pending: int | None = None,
 ) -> GroupPull:
-    answer = await session.process.request(
-        "js_group_fetch",
-        timeout=expires + REQUEST_TIMEOUT_S,
-        session=session.id,
-        stream=stream,
-        consumer=consumer,
-        group=group,
-        batch=batch,
-        expires_s=expires,
-        min_pending=min_pending,
+    answer = await session.pull(
+        "js_group_fetch", stream, consumer, batch=batch, expires=expires, group=group, min_pending=min_pending
     )
     got = [(int(d["stream_seq"]), str(d.get("pin_id") or "")) for d in answer.get("deliveries", [])]
     return GroupPull(got, str(answer.get("error") or ""))

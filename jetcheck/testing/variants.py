@@ -61,6 +61,7 @@ from .wrapping import (
     RelayedWatches,
     WrappedAdapter,
     WrappedSession,
+    WrappedStore,
     WrappedSubscription,
 )
 
@@ -203,21 +204,14 @@ class WatchDropFirst(WatchRelay):
         return relay
 
 
-class ObjectStoreWrapper:
-    """An object store whose seal or status `session` changes; everything else is the inner one's."""
-
-    def __init__(self, inner, session) -> None:
-        self.inner = inner
-        self.wrapper = session
-
-    def __getattr__(self, name: str):
-        return getattr(self.inner, name)
+class ObjectStoreWrapper(WrappedStore):
+    """An object store whose seal or status its misbehaviour changes; everything else is the inner one's."""
 
     async def seal(self) -> None:
-        await self.wrapper.seal(self.inner)
+        await self.misbehaviour.seal(self.inner)
 
     async def status(self):
-        return await self.wrapper.status(self.inner)
+        return await self.misbehaviour.status(self.inner)
 
 
 class ObjectStoreMisbehaviour(WrappedSession):

@@ -15,22 +15,11 @@ import dataclasses
 from jetcheck.conformance.clients.base import KV_PUT, KeyNotFound, KvEntry
 from jetcheck.conformance.jsapi import subject_messages
 
-from .wrapping import RelayedWatches, WrappedSession
-
-
-class KvWrapper:
-    """A bucket whose calls pass to the inner one unless a subclass changes them."""
-
-    def __init__(self, inner, session) -> None:
-        self.inner = inner
-        self.session_wrapper = session
-
-    def __getattr__(self, name: str):
-        return getattr(self.inner, name)
+from .wrapping import RelayedWatches, WrappedSession, WrappedStore
 
 
 class KvMisbehaviour(WrappedSession):
-    bucket_class: type = KvWrapper
+    bucket_class: type = WrappedStore
 
     async def kv_create(self, bucket: str, **options):
         return self.bucket_class(await self.inner.kv_create(bucket, **self.options(options)), self)
@@ -39,7 +28,7 @@ class KvMisbehaviour(WrappedSession):
         return options
 
 
-class TtlIgnoredBucket(KvWrapper):
+class TtlIgnoredBucket(WrappedStore):
     async def create(self, key: str, value: bytes, *, ttl: float | None = None) -> int:
         return await self.inner.create(key, value)
 
@@ -58,7 +47,7 @@ def as_value(update):
     return update if not isinstance(update, KvEntry) else dataclasses.replace(update, operation=KV_PUT)
 
 
-class MarkersAsValuesBucket(KvWrapper):
+class MarkersAsValuesBucket(WrappedStore):
     async def get(self, key: str) -> KvEntry:
         """The key's latest message as a value when nats-py says the key has none (a marker is its latest)."""
         try:
@@ -78,7 +67,7 @@ class KvMarkersAsValues(KvMisbehaviour):
     bucket_class = MarkersAsValuesBucket
 
 
-class KeysUnfilteredBucket(KvWrapper):
+class KeysUnfilteredBucket(WrappedStore):
     async def keys(self, filters: list[str] | None = None) -> list[str]:
         return await self.inner.keys()
 
@@ -95,7 +84,7 @@ class KvBucketsMisreport(KvMisbehaviour):
         return [f"KV_{name}" for name in await self.inner.kv_bucket_names()]
 
 
-class MetaIgnoredBucket(KvWrapper):
+class MetaIgnoredBucket(WrappedStore):
     async def watch(self, *args, meta_only: bool = False, **options):
         return await self.inner.watch(*args, **options)
 

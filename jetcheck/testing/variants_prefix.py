@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from jetcheck.conformance.clients.natspy_failures import natspy_failures
 
-from .variants_kv import KvMisbehaviour, KvWrapper
+from .variants_kv import KvMisbehaviour
+from .wrapping import WrappedStore
 
 
-class PrefixIgnoredBucket(KvWrapper):
+class PrefixIgnoredBucket(WrappedStore):
     async def put(self, key: str, value: bytes) -> int:
         with natspy_failures("put"):
             ack = await self.inner.session.js.publish(f"$KV.{self.inner.bucket}.{key}", value)

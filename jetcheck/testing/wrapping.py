@@ -60,6 +60,18 @@ class WrappedSession:
         await self.inner.close()
 
 
+class WrappedStore:
+    """A KV bucket or object store that delegates to the inner one; `misbehaviour` is the wrapped session that made it
+    (a subclass asks it how to change a call). Not `session`: that name stays the inner store's, through delegation."""
+
+    def __init__(self, inner, misbehaviour) -> None:
+        self.inner = inner
+        self.misbehaviour = misbehaviour
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+
 class RelayedInbox(Inbox):
     """The inbox the inner subscription fills, relaying each delivery through `relay` to the application's."""
 

@@ -12,7 +12,6 @@ for its rules.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,12 +23,9 @@ from jetcheck.records import CheckResult
 from .proofs import (
     Breaks,
     ClientRow,
-    certified_rows,
+    assert_client_row_broke_exactly,
+    certified_fixture,
     certify_run,
-    declared_failures,
-    recurring_changes,
-    with_references,
-    wrong_reasons,
 )
 from .test_proofs_client import check_name, missing_toolchain
 
@@ -79,16 +75,9 @@ class ClientRuleTable:
     def certified_fixture(self) -> Callable:
         """The module's `certified` fixture: every selected row's run and its client's reference run, by row id."""
 
-        @pytest.fixture(scope="module")
-        def certified(request, embedded_server, tmp_path_factory) -> dict[str, Future]:
-            def run(case: ClientRow, out: Path):
-                return self.certify(embedded_server.url, case.spelling, out)
-
-            cases = with_references(request, missing_toolchain)
-            with certified_rows(cases, run, CONCURRENT_RUNS, tmp_path_factory) as futures:
-                yield futures
-
-        return certified
+        return certified_fixture(
+            lambda url, case, out: self.certify(url, case.spelling, out), missing_toolchain, CONCURRENT_RUNS
+        )
 
     def assert_covers_its_area(self, area: str = "") -> None:
         """Every rule is a client rule some mode breaks and every lacking one is one of them; with `area`, the
@@ -131,23 +120,10 @@ class ClientRuleTable:
             baseline = {check_name(r): r.status for r in reference}
             _, results, stderr = certified[case.id].result()
             assert results, f"no checks ran: {stderr}"
-            failed = {check_name(r) for r in results if r.status == "fail"}
-            statuses = {check_name(r): f"{r.status}: {r.message[:300]}" for r in results}
-            unbroken = sorted(f"{name}: {statuses.get(name, 'not run')}" for name in declared_failures(case) - failed)
-            assert not unbroken, f"{case.id} should fail every check of {sorted(case.breaks)}; these didn't: {unbroken}"
-            failing = {name for name, status in baseline.items() if status == "fail"}
-            wrong = wrong_reasons(case, results, failing, check_name)
-            assert not wrong, f"{case.id}: checks that failed, but not for their rule's reason: {wrong}"
-            changed = {
-                check_name(r): f"{baseline.get(check_name(r))} -> {r.status}: {r.message[:200]}"
-                for r in results
-                if r.id not in case.breaks and r.status != baseline.get(check_name(r))
-            }
 
             def rerun(keyword: str) -> list[CheckResult]:
                 return self.certify(embedded_server.url, case.spelling, tmp_path / "again", "-k", keyword)[1]
 
-            changed = recurring_changes(changed, rerun, baseline, check_name)
-            assert not changed, f"{case.id} changed checks of rules it should not break: {changed}"
+            assert_client_row_broke_exactly(case, case.id, results, baseline, rerun, check_name)
 
         return test

@@ -297,6 +297,51 @@ def recurring_changes(
     return {name: text for name, text in changed.items() if name in recurring}
 
 
+def assert_client_row_broke_exactly(
+    case,
+    label: str,
+    results: list[CheckResult],
+    baseline: Mapping[str, str],
+    rerun: Callable[[str], list[CheckResult]],
+    name_of: Callable[[CheckResult], str],
+    compared: list[CheckResult] | None = None,
+) -> None:
+    """A client row's run (a variant, a driver mode or breakers) against its client's reference run, `baseline`
+    (check name -> status): every declared check failed, for its rule's reason, and every other check of `compared`
+    (all of `results` unless given) kept its reference status; a change that `rerun` does not bring back is the
+    client's flake (recurring_changes). `label` names the row in the messages."""
+    failed = {name_of(r) for r in results if r.status == "fail"}
+    statuses = {name_of(r): f"{r.status}: {r.message[:300]}" for r in results}
+    unbroken = sorted(f"{name}: {statuses.get(name, 'not run')}" for name in declared_failures(case) - failed)
+    assert not unbroken, f"{label} should fail every check of {sorted(case.breaks)}; these did not: {unbroken}"
+    wrong = wrong_reasons(case, results, {name for name, status in baseline.items() if status == "fail"}, name_of)
+    assert not wrong, f"{label}: checks that failed, but not for their rule's reason: {wrong}"
+    changed = {
+        name_of(r): f"{baseline.get(name_of(r))} -> {r.status}: {r.message[:200]}"
+        for r in (results if compared is None else compared)
+        if r.id not in case.breaks | case.may and r.status != baseline.get(name_of(r))
+    }
+    changed = recurring_changes(changed, rerun, baseline, name_of)
+    assert not changed, f"{label} changed checks of rules it should not break: {changed}"
+
+
+def certified_fixture(
+    certify_row: Callable[[str, object, Path], object], missing: Callable[[str], str], workers: int
+) -> Callable:
+    """A proof module's `certified` fixture: `certify_row(server_url, row, out)` against the embedded server for
+    every selected row and its client's reference row (with_references), `workers` at a time, by row id."""
+
+    @pytest.fixture(scope="module")
+    def certified(request, embedded_server, tmp_path_factory) -> Iterator[dict[str, Future]]:
+        def run(case, out: Path):
+            return certify_row(embedded_server.url, case, out)
+
+        with certified_rows(with_references(request, missing), run, workers, tmp_path_factory) as futures:
+            yield futures
+
+    return certified
+
+
 def markexpr(areas: tuple[str, ...]) -> str:
     return " or ".join(areas)
 

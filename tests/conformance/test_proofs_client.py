@@ -34,13 +34,11 @@ from jetcheck.testing import CLIENT_VARIANTS
 from .proofs import (
     Breaks,
     ClientRow,
+    assert_client_row_broke_exactly,
     certified_rows,
     certify_run,
-    declared_failures,
     expected_exit,
-    recurring_changes,
     with_references,
-    wrong_reasons,
 )
 
 SERVER_VERSION = os.environ.get("JETCHECK_SERVER_VERSION", DEFAULT_VERSION)
@@ -223,20 +221,11 @@ def test_a_client_variant_breaks_exactly_its_rules(certified, tmp_path_factory, 
         return  # the reference run is the baseline the variants are compared with
     _, reference, _ = certified[ClientProof(case.client).id].result()
     baseline = {check_name(r): r.status for r in reference}
-    failed = {check_name(r) for r in results if r.status == "fail"}
-    statuses = {check_name(r): r.status for r in results}
-    unbroken = {name: statuses.get(name, "not run") for name in sorted(declared_failures(case) - failed)}
-    assert not unbroken, f"{case.spelling} should fail every check of {sorted(case.breaks)}; these did not: {unbroken}"
-    wrong = wrong_reasons(case, results, {name for name, status in baseline.items() if status == "fail"}, check_name)
-    assert not wrong, f"{case.spelling}: checks that failed, but not for their rule's reason: {wrong}"
-    changed = {check_name(r): f"{baseline.get(check_name(r))} -> {r.status}: {r.message[:200]}" for r in results
-               if r.id not in case.breaks | case.may and r.status != baseline.get(check_name(r))}  # fmt: skip
 
     def rerun(keyword: str) -> list[CheckResult]:
         return certify(case.spelling, tmp_path_factory.mktemp("again"), "-m", case.areas, "-k", keyword)[1]
 
-    changed = recurring_changes(changed, rerun, baseline, check_name)
-    assert not changed, f"{case.spelling} changed checks of rules it should not break: {changed}"
+    assert_client_row_broke_exactly(case, case.spelling, results, baseline, rerun, check_name)
 
 
 def test_a_driver_row_without_its_toolchain_says_what_is_missing(monkeypatch):

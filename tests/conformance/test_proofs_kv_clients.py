@@ -12,7 +12,6 @@ Server (wire) rules are left to test_proofs_kv: they judge the server, whatever 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,13 +24,10 @@ from jetcheck.records import CheckResult
 from .proofs import (
     Breaks,
     ClientRow,
+    assert_client_row_broke_exactly,
     broken_proxy,
-    certified_rows,
+    certified_fixture,
     certify_run,
-    declared_failures,
-    recurring_changes,
-    with_references,
-    wrong_reasons,
 )
 from .test_proofs_client import check_name, missing_toolchain
 
@@ -178,15 +174,7 @@ def certify_row(server_url: str, case: KvProof, out: Path, *pytest_args: str) ->
     return results, stderr
 
 
-@pytest.fixture(scope="module")
-def certified(request, embedded_server, tmp_path_factory) -> dict[str, Future]:
-    """Every selected row's run and its client's reference run, by row id, CONCURRENT_RUNS at a time."""
-
-    def run(case: KvProof, out: Path):
-        return certify_row(embedded_server.url, case, out)
-
-    with certified_rows(with_references(request, missing_toolchain), run, CONCURRENT_RUNS, tmp_path_factory) as futures:
-        yield futures
+certified = certified_fixture(certify_row, missing_toolchain, CONCURRENT_RUNS)
 
 
 def test_the_table_covers_every_kv_adapter_rule():
@@ -234,17 +222,8 @@ def test_kv_breakers_fail_exactly_their_client_rules(embedded_server, certified,
     results, stderr = certified[case.id].result()
     assert results, f"no checks ran: {stderr}"
     ours = [r for r in results if r.id in KV_ADAPTER_RULES]
-    failed = {check_name(r) for r in results if r.status == "fail"}
-    statuses = {check_name(r): f"{r.status}: {r.message[:300]}" for r in results}
-    unbroken = sorted(f"{name}: {statuses.get(name, 'not run')}" for name in declared_failures(case) - failed)
-    assert not unbroken, f"{case.id} should fail every check of {sorted(case.breaks)}; these did not: {unbroken}"
-    wrong = wrong_reasons(case, results, {name for name, status in baseline.items() if status == "fail"}, check_name)
-    assert not wrong, f"{case.id}: checks that failed, but not for their rule's reason: {wrong}"
-    changed = {check_name(r): f"{baseline.get(check_name(r))} -> {r.status}: {r.message[:200]}" for r in ours
-               if r.id not in case.breaks | case.may and r.status != baseline.get(check_name(r))}  # fmt: skip
 
     def rerun(keyword: str) -> list[CheckResult]:
         return certify_row(embedded_server.url, case, tmp_path / "again", "-k", keyword)[0]
 
-    changed = recurring_changes(changed, rerun, baseline, check_name)
-    assert not changed, f"{case.id} changed checks of rules it should not break: {changed}"
+    assert_client_row_broke_exactly(case, case.id, results, baseline, rerun, check_name, compared=ours)

@@ -22,13 +22,12 @@ from jetcheck.records import CheckResult
 from .proofs import (
     ClientRow,
     broken_proxy,
-    certified_rows,
+    certified_fixture,
     certify_run,
     check_differences,
     declared_failures,
     expected_exit,
     outcome,
-    with_references,
     wrong_reasons,
 )
 from .test_proofs_client import NOT_APPLICABLE, missing_toolchain
@@ -127,15 +126,7 @@ def certify_row(server_url: str, case: ObjectStoreProof, out: Path) -> tuple[int
         return certify(url, case.spelling, out)
 
 
-@pytest.fixture(scope="module")
-def certified(request, embedded_server, tmp_path_factory) -> dict[str, Future]:
-    """Every selected row's run and its client's reference run, by row id, CONCURRENT_RUNS at a time."""
-
-    def run(case: ObjectStoreProof, out: Path):
-        return certify_row(embedded_server.url, case, out)
-
-    with certified_rows(with_references(request, missing_toolchain), run, CONCURRENT_RUNS, tmp_path_factory) as futures:
-        yield futures
+certified = certified_fixture(certify_row, missing_toolchain, CONCURRENT_RUNS)
 
 
 def reference_failures(certified: Mapping[str, Future], client: str) -> frozenset[str]:

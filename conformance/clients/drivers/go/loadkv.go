@@ -71,15 +71,7 @@ func (r *kvRun) schedule(started int64) {
 		}
 	}
 	openLoop(r.rate, started, r.stopAt, r.stopping, func(index, intended, now int64) {
-		select {
-		case r.window <- struct{}{}:
-			r.inflight.Add(1)
-			go func() {
-				defer r.inflight.Done()
-				r.one(index, intended)
-				<-r.window
-			}()
-		default:
+		if !r.inWindow(func() { r.one(index, intended) }) {
 			r.record(kvOpPut, index/2%int64(len(r.keys)), intended, now, now, 0, overflowClass, 0)
 		}
 	})

@@ -44,6 +44,23 @@ type scheduledRun struct {
 	flushed  chan struct{}
 }
 
+// inWindow runs op in a goroutine of its own when fewer than max_inflight operations are in flight, and says
+// whether it did (false: the window is full, and the caller logs the operation as an overflow).
+func (r *scheduledRun) inWindow(op func()) bool {
+	select {
+	case r.window <- struct{}{}:
+		r.inflight.Add(1)
+		go func() {
+			defer r.inflight.Done()
+			op()
+			<-r.window
+		}()
+		return true
+	default:
+		return false
+	}
+}
+
 func newScheduledRun(d *driver, args loadRequest) scheduledRun {
 	return scheduledRun{
 		rowLog: rowLog{d: d, sub: args.Sub, errIndex: map[string]int64{}}, schedStop: newSchedStop(),
@@ -176,15 +193,7 @@ func (r *requestRun) schedule(started int64) {
 		}
 	}
 	openLoop(r.rate, started, r.stopAt, r.stopping, func(_, intended, now int64) {
-		select {
-		case r.window <- struct{}{}:
-			r.inflight.Add(1)
-			go func() {
-				defer r.inflight.Done()
-				r.one(intended)
-				<-r.window
-			}()
-		default:
+		if !r.inWindow(func() { r.one(intended) }) {
 			r.record(intended, now, now, 0, overflowClass, 0)
 		}
 	})

@@ -189,6 +189,21 @@ impl Subscription {
         }
     }
 
+    /// An error the client's message stream yielded, named by its type `error_type` (its kind type is that with
+    /// `Kind`): a missed heartbeat (`missed_heartbeat`), else an error event. True when consumption ended for it.
+    fn stream_error(&self, error_type: &str, missed_heartbeat: bool, e: &(dyn std::error::Error + 'static)) -> bool {
+        if missed_heartbeat {
+            return self.missed_heartbeat(&format!("{error_type}Kind::MissingHeartbeat: {}", describe(e)));
+        }
+        self.d.event(
+            &self.session,
+            &self.id,
+            "error",
+            &format!("{error_type}: {}", describe(e)),
+        );
+        false
+    }
+
     /// A missed heartbeat the client reported: an event, and under terminal-on-missed-heartbeat the end.
     fn missed_heartbeat(&self, detail: &str) -> bool {
         self.d.event(&self.session, &self.id, "missed-heartbeat", detail);
@@ -390,17 +405,8 @@ pub async fn ordered(d: &Arc<Driver>, req: &Value) -> OpResult {
                 Ok(msg) => runner.deliver(&msg),
                 Err(e) => {
                     use async_nats::jetstream::consumer::pull::OrderedErrorKind as K;
-                    if e.kind() == K::MissingHeartbeat {
-                        if runner.missed_heartbeat(&format!("OrderedErrorKind::MissingHeartbeat: {}", describe(&e))) {
-                            return;
-                        }
-                    } else {
-                        runner.d.event(
-                            &runner.session,
-                            &runner.id,
-                            "error",
-                            &format!("OrderedError: {}", describe(&e)),
-                        );
+                    if runner.stream_error("OrderedError", e.kind() == K::MissingHeartbeat, &e) {
+                        return;
                     }
                 }
             }
@@ -472,18 +478,12 @@ pub async fn push(d: &Arc<Driver>, req: &Value) -> OpResult {
         while let Some(item) = messages.next().await {
             match item {
                 Ok(msg) => runner.deliver(&msg),
-                Err(e) if e.kind() == push::MessagesErrorKind::MissingHeartbeat => {
-                    if runner.missed_heartbeat(&format!("push::MessagesErrorKind::MissingHeartbeat: {}", describe(&e)))
-                    {
+                Err(e) => {
+                    let missed = e.kind() == push::MessagesErrorKind::MissingHeartbeat;
+                    if runner.stream_error("push::MessagesError", missed, &e) {
                         return;
                     }
                 }
-                Err(e) => runner.d.event(
-                    &runner.session,
-                    &runner.id,
-                    "error",
-                    &format!("push::MessagesError: {}", describe(&e)),
-                ),
             }
         }
         runner.ended("the client's push consumer stream ended (Messages yielded None)");
@@ -533,18 +533,12 @@ pub async fn consume(d: &Arc<Driver>, req: &Value) -> OpResult {
                         eprintln!("async-nats driver: sub {}: ack failed: {e}", runner.id);
                     }
                 }
-                Err(e) if e.kind() == pull::MessagesErrorKind::MissingHeartbeat => {
-                    if runner.missed_heartbeat(&format!("pull::MessagesErrorKind::MissingHeartbeat: {}", describe(&e)))
-                    {
+                Err(e) => {
+                    let missed = e.kind() == pull::MessagesErrorKind::MissingHeartbeat;
+                    if runner.stream_error("pull::MessagesError", missed, &e) {
                         return;
                     }
                 }
-                Err(e) => runner.d.event(
-                    &runner.session,
-                    &runner.id,
-                    "error",
-                    &format!("pull::MessagesError: {}", describe(&e)),
-                ),
             }
         }
         runner.ended("the client's pull consumer stream ended (Stream yielded None)");

@@ -46,17 +46,20 @@ pub fn entry_json(e: &kv::Entry) -> Value {
     })
 }
 
+/// The client's error for a bucket call; the server's 10059 (stream not found) is the protocol's `not_found`.
+fn bucket_not_found<E: std::error::Error + 'static>(e: E) -> Fail {
+    let f = Fail::from(e);
+    if f.err_code == Some(10059) {
+        return Fail {
+            kind: "not_found".into(),
+            ..f
+        };
+    }
+    f
+}
+
 pub async fn store(s: &Session, bucket: &str) -> Result<kv::Store, Fail> {
-    s.js.get_key_value(bucket).await.map_err(|e| {
-        let f = Fail::from(e);
-        if f.err_code == Some(10059) {
-            return Fail {
-                kind: "not_found".into(),
-                ..f
-            };
-        }
-        f
-    })
+    s.js.get_key_value(bucket).await.map_err(bucket_not_found)
 }
 
 pub async fn handle(d: &Arc<Driver>, op: &str, req: &Value) -> OpResult {
@@ -102,16 +105,7 @@ async fn run(d: &Arc<Driver>, op: &str, req: &Value) -> OpResult {
             if d.mode("kv-buckets-misreport") {
                 return Ok(json!({}));
             }
-            s.js.delete_key_value(bucket).await.map_err(|e| {
-                let f = Fail::from(e);
-                if f.err_code == Some(10059) {
-                    return Fail {
-                        kind: "not_found".into(),
-                        ..f
-                    };
-                }
-                f
-            })?;
+            s.js.delete_key_value(bucket).await.map_err(bucket_not_found)?;
             return Ok(json!({}));
         }
         _ => {}

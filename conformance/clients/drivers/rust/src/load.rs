@@ -255,6 +255,44 @@ impl Publisher {
     }
 }
 
+/// An open loop's schedule: operation i is due at started + i/rate (ns), whether or not the ones before it are done.
+struct OpenLoop {
+    started: i64,
+    interval: f64,
+    index: i64,
+}
+
+/// What an open loop does next: operation `index` now, at its intended time (ns); wait until `At` (ns); or stop.
+enum Due {
+    Now(i64, i64),
+    At(i64),
+    Stop,
+}
+
+impl OpenLoop {
+    fn new(started: i64, rate: f64) -> Self {
+        OpenLoop {
+            started,
+            interval: 1e9 / rate,
+            index: 0,
+        }
+    }
+
+    /// The next step at wall time `now`: every operation intended by `now` in turn (the caller keeps `now` through a
+    /// burst), then a wait for the next; nothing intended at or after `stop_at` (ns) is done.
+    fn next(&mut self, now: i64, stop_at: i64) -> Due {
+        let intended = self.started + (self.index as f64 * self.interval) as i64;
+        if intended >= stop_at {
+            return Due::Stop;
+        }
+        if intended > now {
+            return Due::At(intended);
+        }
+        self.index += 1;
+        Due::Now(self.index - 1, intended)
+    }
+}
+
 /// Waits until the wall clock reaches `due` (ns) or the run is stopped. tokio's timer has a 1 ms resolution, so
 /// it sleeps on it only to a millisecond before; the rest is a thread sleep (tens of µs late, not up to 1 ms) on a
 /// worker the runtime hands its other tasks off from (block_in_place).
@@ -302,31 +340,22 @@ impl PublishRun {
                 self.publish(&mut publisher, now, permit, &acks).await;
             }
         }
-        let interval = 1e9 / rate;
-        let mut index: i64 = 0;
+        let mut schedule = OpenLoop::new(started, rate);
+        let mut now = wall_ns();
         loop {
-            let now = wall_ns();
-            loop {
-                let intended = started + (index as f64 * interval) as i64;
-                if intended > now {
-                    break;
-                }
-                if intended >= self.logged.stop_at() {
-                    return;
-                }
-                match window.clone().try_acquire_owned() {
+            match schedule.next(now, self.logged.stop_at()) {
+                Due::Now(_, intended) => match window.clone().try_acquire_owned() {
                     Ok(permit) => self.publish(&mut publisher, intended, permit, &acks).await,
                     // max_inflight outstanding: this one is not sent, and says so
                     Err(_) => self.record(intended, now, now, 0, OVERFLOW, 0),
+                },
+                // stop_at set: what fell due before it is still sent (and logged), nothing after it
+                Due::At(next) => {
+                    until_due(next, &mut stopping).await;
+                    now = wall_ns();
                 }
-                index += 1;
+                Due::Stop => return,
             }
-            let next = started + (index as f64 * interval) as i64;
-            if next >= self.logged.stop_at() {
-                return;
-            }
-            // stop_at set: what fell due before it is still sent (and logged), nothing after it
-            until_due(next, &mut stopping).await;
         }
     }
 
@@ -641,19 +670,11 @@ impl KvRun {
             return;
         }
         let mut stopping = self.stopping.subscribe();
-        let interval = 1e9 / rate;
-        let mut index: i64 = 0;
-        'schedule: loop {
-            let now = wall_ns();
-            loop {
-                let intended = started + (index as f64 * interval) as i64;
-                if intended > now {
-                    break;
-                }
-                if intended >= self.logged.stop_at() {
-                    break 'schedule;
-                }
-                match window.clone().try_acquire_owned() {
+        let mut schedule = OpenLoop::new(started, rate);
+        let mut now = wall_ns();
+        loop {
+            match schedule.next(now, self.logged.stop_at()) {
+                Due::Now(index, intended) => match window.clone().try_acquire_owned() {
                     Ok(permit) => {
                         let run = self.clone();
                         inflight.spawn(async move {
@@ -665,14 +686,13 @@ impl KvRun {
                         let key = index / 2 % self.keys.len() as i64;
                         self.record(KV_PUT, key, intended, now, now, 0, OVERFLOW);
                     }
+                },
+                Due::At(next) => {
+                    until_due(next, &mut stopping).await;
+                    now = wall_ns();
                 }
-                index += 1;
+                Due::Stop => break,
             }
-            let next = started + (index as f64 * interval) as i64;
-            if next >= self.logged.stop_at() {
-                break;
-            }
-            until_due(next, &mut stopping).await;
         }
         while inflight.join_next().await.is_some() {}
     }

@@ -41,6 +41,16 @@ impl Fail {
         }
     }
 
+    /// A JetStream API error: the server's status `code` and `err_code`, in the client's words.
+    fn api(message: String, code: u64, err_code: u64) -> Self {
+        Fail {
+            kind: "api".into(),
+            message,
+            code: Some(code),
+            err_code: Some(err_code),
+        }
+    }
+
     /// A client error as the protocol's kinds, keeping the client's own words: a JetStream API error anywhere in
     /// its source chain keeps its code and err_code.
     pub fn from_client(err: &(dyn std::error::Error + 'static)) -> Self {
@@ -49,34 +59,15 @@ impl Fail {
         while let Some(e) = source {
             if let Some(api) = e.downcast_ref::<async_nats::jetstream::Error>() {
                 if api.code() != 0 {
-                    return Fail {
-                        kind: "api".into(),
-                        message,
-                        code: Some(api.code() as u64),
-                        err_code: Some(api.error_code().0),
-                    };
+                    return Fail::api(message, api.code() as u64, api.error_code().0);
                 }
             }
             if let Some(info) = e.downcast_ref::<async_nats::jetstream::context::ConsumerInfoError>() {
                 use async_nats::jetstream::context::ConsumerInfoErrorKind as K;
                 // the client turns exactly these server codes into these kinds (context.rs, From<Error>)
                 match info.kind() {
-                    K::NotFound => {
-                        return Fail {
-                            kind: "api".into(),
-                            message,
-                            code: Some(404),
-                            err_code: Some(10014),
-                        }
-                    }
-                    K::StreamNotFound => {
-                        return Fail {
-                            kind: "api".into(),
-                            message,
-                            code: Some(404),
-                            err_code: Some(10059),
-                        }
-                    }
+                    K::NotFound => return Fail::api(message, 404, 10014),
+                    K::StreamNotFound => return Fail::api(message, 404, 10059),
                     _ => {}
                 }
             }
@@ -84,22 +75,12 @@ impl Fail {
             use async_nats::jetstream::stream::{ConsumerCreateStrictError, ConsumerUpdateError};
             if let Some(create) = e.downcast_ref::<ConsumerCreateStrictError>() {
                 if create.kind() == async_nats::jetstream::stream::ConsumerCreateStrictErrorKind::AlreadyExists {
-                    return Fail {
-                        kind: "api".into(),
-                        message,
-                        code: Some(400),
-                        err_code: Some(10148),
-                    };
+                    return Fail::api(message, 400, 10148);
                 }
             }
             if let Some(update) = e.downcast_ref::<ConsumerUpdateError>() {
                 if update.kind() == async_nats::jetstream::stream::ConsumerUpdateErrorKind::DoesNotExist {
-                    return Fail {
-                        kind: "api".into(),
-                        message,
-                        code: Some(400),
-                        err_code: Some(10149),
-                    };
+                    return Fail::api(message, 400, 10149);
                 }
             }
             source = e.source();
@@ -107,12 +88,7 @@ impl Fail {
         // Many of the client's error kinds hold the server's error as a value (e.g. JetStream(Error)), so it is no
         // source: its Display, "<description> (code N, error code M)", keeps the codes in the client's words.
         if let Some((code, err_code)) = api_codes(&message) {
-            return Fail {
-                kind: "api".into(),
-                message,
-                code: Some(code),
-                err_code: Some(err_code),
-            };
+            return Fail::api(message, code, err_code);
         }
         let lower = message.to_lowercase();
         let kind = if lower.contains("timed out") || lower.contains("timeout") {

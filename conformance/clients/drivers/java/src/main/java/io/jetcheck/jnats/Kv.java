@@ -204,16 +204,8 @@ final class Kv {
             throw new Failure("invalid", "kv_watch needs \"bucket\"");
         }
         Session s = d.session(req);
-        List<KeyValueWatchOption> options = new ArrayList<>();
-        if (Json.bool(req, "include_history")) {
-            options.add(KeyValueWatchOption.INCLUDE_HISTORY);
-        }
-        if (Json.bool(req, "updates_only")) {
-            options.add(KeyValueWatchOption.UPDATES_ONLY);
-        }
-        if (Json.bool(req, "ignore_deletes")) {
-            options.add(KeyValueWatchOption.IGNORE_DELETE);
-        }
+        List<KeyValueWatchOption> options = WatchStream.options(req, KeyValueWatchOption.INCLUDE_HISTORY,
+                KeyValueWatchOption.UPDATES_ONLY, KeyValueWatchOption.IGNORE_DELETE);
         if (Json.bool(req, "meta_only") && !d.mode("kv-watch-meta-ignored")) {
             options.add(KeyValueWatchOption.META_ONLY);
         }

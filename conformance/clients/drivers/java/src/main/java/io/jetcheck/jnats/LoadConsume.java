@@ -7,9 +7,6 @@ import io.nats.client.Message;
 import io.nats.client.impl.NatsJetStreamMetaData;
 import io.nats.client.support.JsonValue;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ScheduledFuture;
@@ -32,8 +29,7 @@ final class LoadConsume implements Load.Stoppable {
     private final int batch;
     private final double batchMs;
     private final RowLog log;
-    private final List<String> subjects = new ArrayList<>(); // guarded by log
-    private final Map<String, Long> subjectIndex = new HashMap<>(); // guarded by log
+    private final Numbered subjects = new Numbered(); // guarded by log
     private volatile long stopAt = Load.NEVER;
     private final CountDownLatch ended = new CountDownLatch(1);
     private ScheduledFuture<?> flusher;
@@ -54,7 +50,7 @@ final class LoadConsume implements Load.Stoppable {
         if (sub.isEmpty() || stream.isEmpty() || durable.isEmpty() || batch < 1) {
             throw new Failure("invalid", "load_consume needs sub, stream, durable and batch >= 1");
         }
-        log = new RowLog(d, sub, () -> Map.of("subjects", new ArrayList<>(subjects)));
+        log = new RowLog(d, sub, () -> Map.of("subjects", subjects.names()));
     }
 
     long start() throws Exception {
@@ -70,13 +66,7 @@ final class LoadConsume implements Load.Stoppable {
 
     private long subjectNo(String subject) {
         synchronized (log) {
-            Long index = subjectIndex.get(subject);
-            if (index == null) {
-                subjects.add(subject);
-                index = (long) subjects.size();
-                subjectIndex.put(subject, index);
-            }
-            return index;
+            return subjects.of(subject);
         }
     }
 

@@ -185,16 +185,8 @@ final class ObjectStores {
             throw new Failure("invalid", "obj_watch has no meta_only (the protocol's obj_watch options are "
                     + "include_history, updates_only and ignore_deletes)");
         }
-        List<ObjectStoreWatchOption> options = new ArrayList<>();
-        if (Json.bool(args, "include_history")) {
-            options.add(ObjectStoreWatchOption.INCLUDE_HISTORY);
-        }
-        if (Json.bool(args, "updates_only")) {
-            options.add(ObjectStoreWatchOption.UPDATES_ONLY);
-        }
-        if (Json.bool(args, "ignore_deletes")) {
-            options.add(ObjectStoreWatchOption.IGNORE_DELETE);
-        }
+        List<ObjectStoreWatchOption> options = WatchStream.options(args, ObjectStoreWatchOption.INCLUDE_HISTORY,
+                ObjectStoreWatchOption.UPDATES_ONLY, ObjectStoreWatchOption.IGNORE_DELETE);
         Sub sub = d.newSub(s.id, Json.str(args, "sub"), false);
         WatchStream<ObjectInfo> stream = new WatchStream<>(d, sub, "info", ObjectStores::info);
         try {

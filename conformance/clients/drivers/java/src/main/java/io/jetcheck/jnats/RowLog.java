@@ -2,12 +2,9 @@ package io.jetcheck.jnats;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Base64;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.function.Supplier;
 
@@ -21,8 +18,7 @@ final class RowLog {
     private final Supplier<Map<String, Object>> extra; // more fields of every record (called with the lock held)
     private long[] rows = new long[8192];
     private int used;
-    private final List<String> errors = new ArrayList<>();
-    private final Map<String, Long> errIndex = new HashMap<>();
+    private final Numbered errors = new Numbered();
 
     RowLog(Main d, String sub, Supplier<Map<String, Object>> extra) {
         this.d = d;
@@ -35,13 +31,7 @@ final class RowLog {
         if (cls.isEmpty()) {
             return 0;
         }
-        Long index = errIndex.get(cls);
-        if (index == null) {
-            errors.add(cls);
-            index = (long) errors.size();
-            errIndex.put(cls, index);
-        }
-        return index;
+        return errors.of(cls);
     }
 
     synchronized void add(long... row) {
@@ -80,7 +70,7 @@ final class RowLog {
             used = 0;
             record.put("type", "load");
             record.put("sub", sub);
-            record.put("errors", new ArrayList<>(errors));
+            record.put("errors", errors.names());
             if (extra != null) {
                 record.putAll(extra.get());
             }

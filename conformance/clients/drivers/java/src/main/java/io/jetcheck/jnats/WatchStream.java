@@ -1,6 +1,9 @@
 package io.jetcheck.jnats;
 
+import io.nats.client.support.JsonValue;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
 
@@ -14,6 +17,24 @@ final class WatchStream<T> {
     private final String field;
     private final Function<T, Object> encode;
     private boolean updateSeen;
+
+    /**
+     * The client's watch options (a KV or an object store's kind) for the protocol's include_history, updates_only
+     * and ignore_deletes flags of `req`, in that order.
+     */
+    static <O> List<O> options(JsonValue req, O includeHistory, O updatesOnly, O ignoreDeletes) {
+        List<O> options = new ArrayList<>();
+        if (Json.bool(req, "include_history")) {
+            options.add(includeHistory);
+        }
+        if (Json.bool(req, "updates_only")) {
+            options.add(updatesOnly);
+        }
+        if (Json.bool(req, "ignore_deletes")) {
+            options.add(ignoreDeletes);
+        }
+        return options;
+    }
 
     WatchStream(Main d, Sub sub, String field, Function<T, Object> encode) {
         this.d = d;
