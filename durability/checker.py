@@ -12,6 +12,10 @@ What counts:
   is never counted lost. Writes that only got errors are counted if found stored, but fail no rule.
 - Within the duplicate window (the run is shorter than it) a message id is stored at most once; a write without an
   id is published once, so a second copy of it is a message nobody wrote.
+- A Raft group has at most one leader per term (Raft's election safety): two nodes that each said, in their own
+  `/raftz` samples, that they lead the same group in the same term are a split-brain, whenever they said it. Two
+  leaders of one group in different terms whose sample windows overlap are not: an old leader that has not yet heard
+  of the new term still says it leads, and cannot commit; they are counted (`stale_overlaps`), not failed.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .history import DeliveryRecord, PublishRecord, StoredMessage
+from .history import DeliveryRecord, LeaderClaim, PublishRecord, StoredMessage
 
 EXAMPLES = 5  # first examples kept per finding
 
@@ -34,6 +38,7 @@ CONTIGUOUS = "durability.contiguous-sequences"
 PUBLISHER_ORDER = "durability.publisher-order"
 STREAM_AVAILABLE = "durability.stream-available-after-heal"
 CONSUMER_SURVIVES = "durability.consumer-survives-crash"
+SINGLE_LEADER = "durability.single-leader-per-term"
 RULES = (
     ACKED_SURVIVE,
     ACKED_DELIVERED,
@@ -44,6 +49,7 @@ RULES = (
     PUBLISHER_ORDER,
     STREAM_AVAILABLE,
     CONSUMER_SURVIVES,
+    SINGLE_LEADER,
 )
 
 
@@ -57,6 +63,7 @@ class History:
     node_states: dict[str, dict[str, int]] = field(default_factory=dict)  # node -> its replica's messages/last_seq
     stream_error: str = ""  # why the stream did not answer after healing ("" when it did)
     consumer_error: str = ""  # why the durable consumer did not answer after healing ("" when it did)
+    leaders: list[LeaderClaim] = field(default_factory=list)  # every node's /raftz leadership claims during the run
 
 
 @dataclass(frozen=True)
@@ -197,7 +204,37 @@ def check_history(history: History) -> dict[str, Finding]:
     if history.consumer_error:
         consumer.add(history.consumer_error)
     findings[CONSUMER_SURVIVES] = consumer.finding(CONSUMER_SURVIVES)
+    findings[SINGLE_LEADER] = _split_brain(history.leaders)
     return findings
+
+
+def _split_brain(claims: list[LeaderClaim]) -> Finding:
+    """Two nodes leading one Raft group in one term fail; overlapping leaders in different terms are counted."""
+    tally = _Tally()
+    if not claims:
+        return tally.finding(SINGLE_LEADER, claims=0, groups=0, stale_overlaps=0)
+    origin = min(claim.sent_ns for claim in claims)
+    by_group: dict[str, list[LeaderClaim]] = defaultdict(list)
+    for claim in claims:
+        by_group[claim.group].append(claim)
+    stale = 0
+    for group, group_claims in sorted(by_group.items()):
+        first: dict[tuple[int, str], LeaderClaim] = {}  # (term, node) -> its first claim
+        for claim in sorted(group_claims, key=lambda c: c.sent_ns):
+            first.setdefault((claim.term, claim.node), claim)
+        for term in sorted({term for term, _ in first}):
+            leaders = sorted((c for (t, _), c in first.items() if t == term), key=lambda c: c.sent_ns)
+            if len(leaders) > 1:
+                said = ", ".join(f"{c.node} (first at {(c.sent_ns - origin) / 1e9:.1f} s)" for c in leaders)
+                tally.add(f"group {group} term {term} led by {len(leaders)} nodes: {said}")
+        ordered = sorted(group_claims, key=lambda c: c.sent_ns)
+        for index, a in enumerate(ordered):
+            for b in ordered[index + 1 :]:
+                if b.sent_ns > a.received_ns:
+                    break  # sorted by start: this window and every later one begin after a's has ended
+                if a.node != b.node and a.term != b.term:
+                    stale += 1
+    return tally.finding(SINGLE_LEADER, claims=len(claims), groups=len(by_group), stale_overlaps=stale)
 
 
 def _divergence(history: History, stream: list[StoredMessage]) -> Finding:

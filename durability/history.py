@@ -68,11 +68,25 @@ class FaultRecord:
     detail: str = ""
 
 
+@dataclass(frozen=True)
+class LeaderClaim:
+    """One node saying, in one sample of its `/raftz`, that it leads a Raft group (the meta group, the stream's or
+    a consumer's) in `term`; the sample was asked for at `sent_ns` and answered by `received_ns`, so the claim held
+    at some instant between the two."""
+
+    node: str
+    group: str  # the Raft group's id as /raftz names it (e.g. "_meta_", "S-R3F-...", "C-R3F-...")
+    term: int
+    sent_ns: int
+    received_ns: int
+
+
 HISTORY_FILES = {
     PublishRecord: "publishes.jsonl",
     DeliveryRecord: "deliveries.jsonl",
     StoredMessage: "reads.jsonl",
     FaultRecord: "faults.jsonl",
+    LeaderClaim: "leaders.jsonl",
 }
 
 
