@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import nats.errors
@@ -29,6 +29,7 @@ from jetcheck.fixtures.target import Target
 from .checker import History
 from .faults import ClusterFaults
 from .history import FaultRecord, StoredMessage
+from .leaders import sample_leaders
 from .packet_loss import PacketLoss, in_own_namespace
 from .schedule import PlannedFault, run_schedule
 from .workload import WorkloadLog, WorkloadPlan, consume, create_consumer, publish_once, run_publishers
@@ -68,6 +69,16 @@ async def _connect(nodes: list[NatsServerProcess], only: int | None = None) -> C
     )
 
 
+@dataclass(frozen=True)
+class StreamPlan:
+    """The stream a run writes to: `replicas` of them (every node when 0), and its durable consumer created before
+    the workload, or only once the first fault has healed (`consumer_after_first_fault`: the stream's creation is
+    then the last thing the meta group was asked to do before that fault)."""
+
+    replicas: int = 0
+    consumer_after_first_fault: bool = False
+
+
 async def run_session(
     nodes: list[NatsServerProcess],
     plan: list[PlannedFault],
@@ -75,24 +86,28 @@ async def run_session(
     seed: int,
     links: RouteMesh | None,
     users_cluster: bool = False,
+    stream: StreamPlan = StreamPlan(),
 ) -> Observed:
     """The run on a cluster that is up; on a user's cluster, the stream it creates is removed again at the end
     (jetcheck's own cluster is removed whole)."""
     admin, publisher, consumer = [await _connect(nodes) for _ in range(3)]
     ours = False
+    stop_sampling = asyncio.Event()
+    sampling = asyncio.create_task(sample_leaders(nodes, stop_sampling))
     try:
         await _set_up(f"checking there is no stream {STREAM} yet", lambda: _refuse_existing(admin))
         ours = True  # whatever stream of that name is there from now on is this run's
         config = StreamConfig(
             name=STREAM,
             subjects=[SUBJECT],
-            num_replicas=len(nodes),
+            num_replicas=stream.replicas or len(nodes),
             storage=StorageType.FILE,
             duplicate_window=DUPLICATE_WINDOW_S,
             allow_direct=True,
         )
-        await _set_up(f"creating the R{len(nodes)} stream", lambda: admin.jetstream().add_stream(config))
-        await _set_up("creating the durable consumer", lambda: create_consumer(admin, STREAM, CONSUMER))
+        await _set_up(f"creating the R{config.num_replicas} stream", lambda: admin.jetstream().add_stream(config))
+        if not stream.consumer_after_first_fault:
+            await _set_up("creating the durable consumer", lambda: create_consumer(admin, STREAM, CONSUMER))
         log, stop_consuming = WorkloadLog(), asyncio.Event()
         consuming = asyncio.create_task(consume(consumer, STREAM, CONSUMER, log, stop_consuming))
         faults = ClusterFaults(nodes, links, PacketLoss() if in_own_namespace() else None)
@@ -104,14 +119,33 @@ async def run_session(
                 await asyncio.sleep(POLL_S)
             return name
 
+        first_healed = asyncio.Event()
+        late_consumer = ""  # why the consumer created after the first fault could not be (once it was tried)
+
+        async def create_unless_stream_gone() -> None:
+            try:
+                await create_consumer(admin, STREAM, CONSUMER)
+            except nats.js.errors.NotFoundError as exc:  # the stream is gone: asking again will not bring it back
+                raise TargetError(f"CONSUMER.CREATE {STREAM} {CONSUMER} answered {exc.code}/{exc.err_code} "
+                                  f"{exc.description} after the first fault") from None  # fmt: skip
+
+        async def consumer_after_first_fault() -> None:
+            nonlocal late_consumer
+            await first_healed.wait()
+            try:
+                await _set_up("creating the durable consumer", create_unless_stream_gone)
+            except TargetError as exc:
+                late_consumer = str(exc)
+
         try:
-            _, done = await asyncio.gather(
+            _, done, _ = await asyncio.gather(
                 run_publishers(publisher, SUBJECT, workload, log),
-                run_schedule(faults, plan, leader, time.monotonic(), seed),
+                run_schedule(faults, plan, leader, time.monotonic(), seed, first_healed),
+                consumer_after_first_fault() if stream.consumer_after_first_fault else asyncio.sleep(0),
             )
             await faults.heal_all()  # nothing is left down, whatever happened above
-            recovery_s, stream_error = await _recover(publisher, log)
-            consumer_error = await _consumer_answers(admin)
+            recovery_s, stream_error = await _recover(admin, publisher, log)
+            consumer_error = late_consumer or await _consumer_answers(admin)
             if not consumer_error:
                 await _drain(admin)
         except BaseException:
@@ -122,10 +156,13 @@ async def run_session(
             raise
         stop_consuming.set()
         await consuming
-        states = await _agreeing_states(nodes)
-        reference = await _leader(admin) or nodes[0].name
+        holders = await _replica_nodes(admin, nodes)
+        states = await _agreeing_states(holders)
+        reference = await _leader(admin) or holders[0].name
         reads, unreadable = {}, {}
         for index, node in enumerate(nodes):
+            if node not in holders:
+                continue
             try:
                 reads[node.name] = await _read_node(nodes, index, max(s["last_seq"] for s in states.values()))
             except (nats.errors.Error, OSError) as exc:  # OSError: TimeoutError too
@@ -140,8 +177,12 @@ async def run_session(
             stream_error,
             consumer_error,
         )
+        stop_sampling.set()
+        history = replace(history, leaders=await sampling)
         return Observed(history, done, recovery_s)
     finally:
+        stop_sampling.set()
+        await asyncio.wait([sampling])
         if ours and users_cluster:
             with contextlib.suppress(nats.errors.Error, TimeoutError):
                 await admin.jetstream(timeout=REMOVE_TIMEOUT_S).delete_stream(STREAM)
@@ -181,9 +222,40 @@ async def _leader(nc: Client) -> str | None:
     return info.cluster.leader if info.cluster else None
 
 
-async def _recover(nc: Client, log: WorkloadLog) -> tuple[float, str]:
-    """Seconds until the healed cluster acknowledged a probe write, and "" (or why it never did)."""
+async def _stream_answers(nc: Client) -> str:
+    """ "" when the stream answers its info after healing (or does not answer at all within the bound: the probe
+    publish then says why); why not when the server says it has no such stream (404/10059)."""
+    deadline = time.monotonic() + RECOVERY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            await nc.jetstream(timeout=API_TIMEOUT_S).stream_info(STREAM)
+            return ""
+        except nats.js.errors.NotFoundError as exc:
+            return f"STREAM.INFO {STREAM} answered {exc.code}/{exc.err_code} {exc.description} after healing"
+        except (nats.errors.Error, TimeoutError):
+            await asyncio.sleep(POLL_S)
+    return ""
+
+
+async def _replica_nodes(nc: Client, nodes: list[NatsServerProcess]) -> list[NatsServerProcess]:
+    """The nodes that hold a replica of the stream (its leader and replicas), or every node when the stream does
+    not say (no answer, or a stream on every node)."""
+    try:
+        info = await nc.jetstream(timeout=API_TIMEOUT_S).stream_info(STREAM)
+    except (nats.errors.Error, TimeoutError):
+        return nodes
+    if not info.cluster:
+        return nodes
+    names = {info.cluster.leader, *(peer.name for peer in info.cluster.replicas or [])}
+    return [node for node in nodes if node.name in names] or nodes
+
+
+async def _recover(admin: Client, nc: Client, log: WorkloadLog) -> tuple[float, str]:
+    """Seconds until the healed cluster acknowledged a probe write, and "" (or why it never did: the stream not
+    found, or no acknowledgement in time)."""
     started, attempt = time.monotonic(), 0
+    if missing := await _stream_answers(admin):
+        return round(time.monotonic() - started, 3), missing
     while True:
         attempt += 1
         record = await publish_once(nc, SUBJECT, f"probe-{attempt}", "", -1, 1, API_TIMEOUT_S)

@@ -403,9 +403,32 @@ TABLE: tuple[Option, ...] = (
     ),
     Option(
         "nodes",
-        "cluster nodes, and the stream's replicas (default 3)",
+        "cluster nodes (default 3); the stream is replicated on --replicas of them",
         lambda: "3",
         lambda value: int(choice("3", "5")(value)),
+        commands=("durability",),
+    ),
+    Option(
+        "replicas",
+        "the stream's replicas: 3 or 5, at most --nodes (default: every node)",
+        lambda: None,
+        lambda value: int(choice("3", "5")(value)),
+        commands=("durability",),
+    ),
+    Option(
+        "profile",
+        "run a named profile instead: its faults, timing, workload and server release(s), over --seeds seeds, and "
+        "say per finding in how many seeds it was reproduced (jepsen: every profile, as Jepsen's findings table)",
+        lambda: None,
+        choices=registered_choices("profile"),  # jetcheck.durability.profiles registers them when imported
+        variable=None,  # a choice made on the command line, each time
+        commands=("durability",),
+    ),
+    Option(
+        "seeds",
+        "with --profile: how many seeds each release runs (seeds --seed, --seed+1, ...; default 5, --seed default 1)",
+        lambda: "5",
+        integer(1, 50, "seeds"),
         commands=("durability",),
     ),
     Option(
