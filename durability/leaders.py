@@ -17,6 +17,9 @@ from .history import LeaderClaim
 
 SAMPLE_EVERY_S = 0.5
 LEADER_STATE = "LEADER"
+# /raftz shows one account's groups: the system account's (the meta group) unless asked for another; the stream's
+# and its consumers' groups are in the account of the run's clients, $G on a cluster without accounts
+ENDPOINTS = ("raftz", "raftz?acc=%24G")
 
 
 class Monitored(Protocol):
@@ -38,12 +41,12 @@ def leader_claims(node: str, raftz: dict[str, Any], sent_ns: int, received_ns: i
 
 async def _sample_node(node: Monitored, claims: list[LeaderClaim], stop: asyncio.Event) -> None:
     while not stop.is_set():
-        sent = time.time_ns()
-        try:
-            raftz = await asyncio.to_thread(node.monitor, "raftz")
-        except (OSError, ValueError):  # down, paused past the timeout, or answering something that is not JSON
-            raftz = None
-        if raftz is not None:
+        for endpoint in ENDPOINTS:
+            sent = time.time_ns()
+            try:
+                raftz = await asyncio.to_thread(node.monitor, endpoint)
+            except (OSError, ValueError):  # down, paused past the timeout, no such groups (404), or not JSON
+                continue
             claims += leader_claims(node.name, raftz, sent, time.time_ns())
         with contextlib.suppress(TimeoutError):  # the next sample is due
             await asyncio.wait_for(stop.wait(), SAMPLE_EVERY_S)

@@ -18,7 +18,7 @@ from jetcheck.conformance.catalog import rules_checked_by
 from jetcheck.durability import cli as command
 from jetcheck.durability import session as run_session
 from jetcheck.durability import workload
-from jetcheck.durability.history import HISTORY_DIR, FaultRecord, PublishRecord, read_history
+from jetcheck.durability.history import HISTORY_DIR, FaultRecord, LeaderClaim, PublishRecord, read_history
 from jetcheck.durability.schedule import describe, plan_faults
 from jetcheck.fault_kinds import PROCESS_FAULTS
 from jetcheck.fixtures import sticky_cancel
@@ -54,11 +54,15 @@ def test_a_short_run_with_one_leader_kill_judges_every_durability_rule(tmp_path,
     results = result_set.results()
     assert {r.id for r in results} == set(rules_checked_by("durability"))
     assert all(r.status == "pass" for r in results), [r.message for r in results if r.status != "pass"]
-    assert all("seed 7, 3 nodes, sync_interval default, schedule kill-leader@" in r.message for r in results)
+    assert all("seed 7, 3 nodes, R3, sync_interval default, schedule kill-leader@" in r.message for r in results)
     assert result_set.verdict().ok
     faults = read_history(out / HISTORY_DIR, FaultRecord)
     assert [f.kind for f in faults] == ["kill-leader"], faults
     assert faults[0].detail == f"leader {faults[0].nodes[0]}", faults
+    # every node was sampled for the split-brain check: each said at some time that it led some group
+    claims = read_history(out / HISTORY_DIR, LeaderClaim)
+    assert {claim.group for claim in claims} >= {"_meta_"}, claims[:3]
+    assert json.loads((out / RUN_FILE).read_text())["counts"]["leader_claims"] == len(claims)
     publishes = read_history(out / HISTORY_DIR, PublishRecord)
     assert sum(p.outcome == "ok" for p in publishes) > 100
     assert json.loads((out / RUN_FILE).read_text())["options"]["seed"] == 7
