@@ -15,7 +15,7 @@ import pytest
 
 from jetcheck import cli
 from jetcheck.conformance.catalog import rules_checked_by
-from jetcheck.durability import cli as command
+from jetcheck.durability import run as one_run
 from jetcheck.durability import session as run_session
 from jetcheck.durability import workload
 from jetcheck.durability.history import HISTORY_DIR, FaultRecord, LeaderClaim, PublishRecord, read_history
@@ -120,11 +120,11 @@ def run_with_failing_session(tmp_path, monkeypatch, capsys, argv: list[str], loo
     temp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
 
-    async def failing_session(nodes, plan, workload, seed, links, users_cluster):
+    async def failing_session(nodes, plan, workload, seed, links, users_cluster, stream):
         look(nodes, links, temp)
         raise TargetError("the session failed")
 
-    monkeypatch.setattr(command, "run_session", failing_session)
+    monkeypatch.setattr(one_run, "run_session", failing_session)
     code = cli.main(["durability", "--server-version", SERVER_VERSION, *argv, "--out", str(tmp_path / "out")])
     assert code == 2 and "the session failed" in capsys.readouterr().err
     assert processes_under(temp) == []
