@@ -12,6 +12,8 @@ What counts:
   is never counted lost. Writes that only got errors are counted if found stored, but fail no rule.
 - Within the duplicate window (the run is shorter than it) a message id is stored at most once; a write without an
   id is published once, so a second copy of it is a message nobody wrote.
+- A write whose deletion the server acknowledged must be absent from every replica after healing. A write with any
+  delete request (acknowledged, refused or timed out) is not judged lost, undelivered or a gap when absent.
 - A Raft group has at most one leader per term (Raft's election safety): two nodes that each said, in their own
   `/raftz` samples, that they lead the same group in the same term are a split-brain, whenever they said it. Two
   leaders of one group in different terms whose sample windows overlap are not: an old leader that has not yet heard
@@ -25,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .history import DeliveryRecord, LeaderClaim, PublishRecord, StoredMessage
+from .history import DeleteRecord, DeliveryRecord, LeaderClaim, PublishRecord, StoredMessage
 
 EXAMPLES = 5  # first examples kept per finding
 
@@ -39,6 +41,7 @@ PUBLISHER_ORDER = "durability.publisher-order"
 STREAM_AVAILABLE = "durability.stream-available-after-heal"
 CONSUMER_SURVIVES = "durability.consumer-survives-crash"
 SINGLE_LEADER = "durability.single-leader-per-term"
+DELETED_STAYS = "durability.deleted-stays-deleted"
 RULES = (
     ACKED_SURVIVE,
     ACKED_DELIVERED,
@@ -50,6 +53,7 @@ RULES = (
     STREAM_AVAILABLE,
     CONSUMER_SURVIVES,
     SINGLE_LEADER,
+    DELETED_STAYS,
 )
 
 
@@ -64,6 +68,7 @@ class History:
     stream_error: str = ""  # why the stream did not answer after healing ("" when it did)
     consumer_error: str = ""  # why the durable consumer did not answer after healing ("" when it did)
     leaders: list[LeaderClaim] = field(default_factory=list)  # every node's /raftz leadership claims during the run
+    deletes: list[DeleteRecord] = field(default_factory=list)  # the workload's deletions of acknowledged writes
 
 
 @dataclass(frozen=True)
@@ -120,7 +125,8 @@ def check_history(history: History) -> dict[str, Finding]:
     for record in history.publishes:
         attempts[record.write].append(record)
     acked = {w: [a for a in tries if a.outcome == "ok"] for w, tries in attempts.items()}
-    acked = {w: oks for w, oks in acked.items() if oks}
+    touched = {d.write for d in history.deletes}  # absent, undelivered or a gap are all fine for these
+    acked = {w: oks for w, oks in acked.items() if oks and w not in touched}
     unknown = {w for w, tries in attempts.items() if w not in acked and any(a.outcome == "unknown" for a in tries)}
     failed = {w for w in attempts if w not in acked and w not in unknown}
     stream = sorted(history.reads.get(history.reference, []), key=lambda m: m.seq)
@@ -175,8 +181,9 @@ def check_history(history: History) -> dict[str, Finding]:
     gaps = _Tally()
     if stream:
         held = set(at_seq)
+        deleted_seqs = {d.seq for d in history.deletes}
         for seq in range(stream[0].seq, stream[-1].seq + 1):
-            if seq not in held:
+            if seq not in held and seq not in deleted_seqs:
                 gaps.add(f"seq {seq} missing between {stream[0].seq} and {stream[-1].seq}")
     findings[CONTIGUOUS] = gaps.finding(
         CONTIGUOUS, first_seq=stream[0].seq if stream else 0, last_seq=stream[-1].seq if stream else 0
@@ -205,7 +212,20 @@ def check_history(history: History) -> dict[str, Finding]:
         consumer.add(history.consumer_error)
     findings[CONSUMER_SURVIVES] = consumer.finding(CONSUMER_SURVIVES)
     findings[SINGLE_LEADER] = _split_brain(history.leaders)
+    findings[DELETED_STAYS] = _deleted_stay_deleted(history)
     return findings
+
+
+def _deleted_stay_deleted(history: History) -> Finding:
+    """Every write whose deletion was acknowledged, looked for on every replica read."""
+    tally = _Tally()
+    deleted = {d.write: d for d in history.deletes if d.outcome == "ok"}
+    for node, messages in sorted(history.reads.items()):
+        for message in messages:
+            if (gone := deleted.get(message.write)) is not None:
+                said = f"{message.write} deleted at seq {gone.seq}, served by {node} at seq {message.seq}"
+                tally.add(said, gone.write)
+    return tally.finding(DELETED_STAYS, deleted=len(deleted), delete_requests=len(history.deletes))
 
 
 def _split_brain(claims: list[LeaderClaim]) -> Finding:

@@ -25,6 +25,7 @@ from .checker import Finding, check_history, summary
 from .described_cluster import DescribedClusterProvider
 from .history import (
     HISTORY_DIR,
+    DeleteRecord,
     DeliveryRecord,
     FaultRecord,
     LeaderClaim,
@@ -100,6 +101,7 @@ def run_once(
     write_history(history_dir, [m for ms in observed.history.reads.values() for m in ms], StoredMessage)
     write_history(history_dir, observed.faults, FaultRecord)
     write_history(history_dir, observed.history.leaders, LeaderClaim)
+    write_history(history_dir, observed.history.deletes, DeleteRecord)
     schedule = f"seed {seed}, {size} nodes, R{replicas}, sync_interval {sync_interval}, schedule {describe(plan)}"
     client = {"name": "nats-py", "version": metadata.version("nats-py")}
     results = []
@@ -140,6 +142,7 @@ def run_once(
             "deliveries": len(observed.history.deliveries),
             "faults": len(observed.faults),
             "leader_claims": len(observed.history.leaders),
+            "deletes": len(observed.history.deletes),
         },
         "schedule": [vars(fault) for fault in plan],
         "recovery_s": observed.recovery_s,

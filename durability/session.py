@@ -32,7 +32,15 @@ from .history import FaultRecord, StoredMessage
 from .leaders import sample_leaders
 from .packet_loss import PacketLoss, in_own_namespace
 from .schedule import PlannedFault, run_schedule
-from .workload import WorkloadLog, WorkloadPlan, consume, create_consumer, publish_once, run_publishers
+from .workload import (
+    WorkloadLog,
+    WorkloadPlan,
+    consume,
+    create_consumer,
+    delete_acked,
+    publish_once,
+    run_publishers,
+)
 
 STREAM = "JETCHECK_DURABILITY"  # prefixed: on a user's cluster it must not be anyone else's
 SUBJECT = "jetcheck.durability.writes"
@@ -138,8 +146,9 @@ async def run_session(
                 late_consumer = str(exc)
 
         try:
-            _, done, _ = await asyncio.gather(
+            _, _, done, _ = await asyncio.gather(
                 run_publishers(publisher, SUBJECT, workload, log),
+                delete_acked(admin, STREAM, workload, log),
                 run_schedule(faults, plan, leader, time.monotonic(), seed, first_healed),
                 consumer_after_first_fault() if stream.consumer_after_first_fault else asyncio.sleep(0),
             )
@@ -178,7 +187,7 @@ async def run_session(
             consumer_error,
         )
         stop_sampling.set()
-        history = replace(history, leaders=await sampling)
+        history = replace(history, leaders=await sampling, deletes=log.deletes)
         return Observed(history, done, recovery_s)
     finally:
         stop_sampling.set()

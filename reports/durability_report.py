@@ -35,6 +35,7 @@ from jetcheck.durability.checker import (
 )
 from jetcheck.durability.history import (
     HISTORY_DIR,
+    DeleteRecord,
     DeliveryRecord,
     FaultRecord,
     LeaderClaim,
@@ -134,6 +135,7 @@ def read_run(result_set: ResultSet) -> DurabilityRun:
         final.get("stream_error") or "",
         final.get("consumer_error") or "",
         _history(folder, LeaderClaim),
+        _history(folder, DeleteRecord),
     )
     findings = check_history(history)
     times = write_times(publishes)

@@ -9,7 +9,7 @@ import pytest
 from jetcheck.conformance.catalog import rules_checked_by
 from jetcheck.durability import checker as rules
 from jetcheck.durability.checker import History, check_history, summary
-from jetcheck.durability.history import DeliveryRecord, LeaderClaim, PublishRecord, StoredMessage
+from jetcheck.durability.history import DeleteRecord, DeliveryRecord, LeaderClaim, PublishRecord, StoredMessage
 from jetcheck.durability.leaders import leader_claims
 
 NODES = ("n1", "n2", "n3")
@@ -135,6 +135,28 @@ def test_leader_claims_are_the_groups_a_raftz_answer_says_the_node_leads():
     claims = leader_claims("n1", raftz, 10, 20)
     assert sorted((c.group, c.term) for c in claims) == [("C-R3F-def", 1), ("_meta_", 2)]
     assert {(c.node, c.sent_ns, c.received_ns) for c in claims} == {("n1", 10, 20)}
+
+
+def test_a_deleted_write_served_again_fails_deleted_stays_deleted():
+    """p0-1's deletion at seq 3 was acknowledged, yet n2 serves it after healing: the rule fails, naming the node."""
+    deletes = [DeleteRecord("p0-1", 3, "ok")]
+    without = [pair for pair in CLEAN_STREAM if pair[1] != "p0-1"]
+    reads = {n: stored(n, without) for n in NODES} | {"n2": stored("n2", CLEAN_STREAM)}
+    findings = check_history(history(CLEAN, without, reads=reads, deletes=deletes))
+    assert findings[rules.DELETED_STAYS].count == 1
+    assert findings[rules.DELETED_STAYS].examples == ("p0-1 deleted at seq 3, served by n2 at seq 3",)
+
+
+def test_a_deleted_write_gone_everywhere_holds_and_is_no_loss_nor_gap():
+    """A write deleted (acknowledged) and one whose delete timed out, both absent: every rule holds; the hole at
+    their sequences is no gap and they are not lost or undelivered."""
+    deletes = [DeleteRecord("p0-1", 3, "ok"), DeleteRecord("p1-0", 2, "unknown", "TimeoutError")]
+    stream = [(1, "p0-0"), (4, "p1-1")]
+    h = history(CLEAN, stream, deletes=deletes)
+    h = replace(h, node_states={n: {"messages": 2, "first_seq": 1, "last_seq": 4} for n in NODES})
+    findings = check_history(h)
+    assert failing(findings) == {}
+    assert findings[rules.DELETED_STAYS].figures == {"deleted": 1, "delete_requests": 2}
 
 
 def test_a_node_that_cannot_be_read_disagrees():
