@@ -46,26 +46,28 @@ class Profile:
     parts: tuple[str, ...] = ()  # a profile made of other profiles
 
 
+# nats-io/nats-server#6888: the meta group's last entry is lost by a kill -9 of every node before the meta snapshot;
+# 15 s of writes, the kill 1-3 s after the stream's creation, on the last release with the loss and the first without
+KILL_ALL_AFTER_CREATION = {
+    "issue": f"{ISSUES}6888",
+    "versions": ("2.10.22", "2.10.23"),
+    "duration_s": 15.0,
+    "first_fault_s": (1.0, 3.0),
+}
+
 PROFILES: dict[str, Profile] = {
-    # nats-io/nats-server#6888: the meta group's last entry is lost by a kill -9 of every node before the meta
-    # snapshot: when that entry is the stream's creation, the stream is forgotten (by hand: scripts/stream_vanish.py)
+    # when the last entry is the stream's creation, the stream is forgotten (by hand: scripts/stream_vanish.py)
     "stream-vanish": Profile(
         finding="a whole R3 stream forgotten after kill -9 of every node soon after its creation (2.10.20-2.10.22)",
-        issue=f"{ISSUES}6888",
-        versions=("2.10.22", "2.10.23"),
         reproduced_by=(STREAM_AVAILABLE,),
-        duration_s=15.0,
-        first_fault_s=(1.0, 3.0),
         consumer_after_first_fault=True,
+        **KILL_ALL_AFTER_CREATION,
     ),
-    # the same, when the last entry is the durable consumer's creation
+    # when it is the durable consumer's creation, the consumer is
     "consumer-vanish": Profile(
         finding="a durable consumer forgotten after kill -9 of every node soon after its creation (2.10.20-2.10.22)",
-        issue=f"{ISSUES}6888",
-        versions=("2.10.22", "2.10.23"),
         reproduced_by=(CONSUMER_SURVIVES,),
-        duration_s=15.0,
-        first_fault_s=(1.0, 3.0),
+        **KILL_ALL_AFTER_CREATION,
     ),
     # nats-io/nats-server#7549 (bit flips), truncation (no issue of its own), #7556 (snapshot damage plus kills)
     "corruption-minority": Profile(
