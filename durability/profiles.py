@@ -150,7 +150,9 @@ def _evidence(seed: int, outcome: RunOutcome, rules: tuple[str, ...]) -> str:
         f"for {(fault.healed_ns - fault.start_ns) / 1e9:.1f} s"
         for fault in outcome.faults
     )
-    return f"seed {seed}: {said}; faults: {timeline or 'none'}"
+    logged = outcome.run_info.get("server_log_lines") or {}
+    told = "; ".join(f"{node} logged {len(lines)}, first: {lines[0]}" for node, lines in logged.items())
+    return f"seed {seed}: {said}; faults: {timeline or 'none'}" + (f"; server logs: {told}" if told else "")
 
 
 def run_setting(args: argparse.Namespace, name: str, version: str, sync_interval: str, seeds: list[int]) -> Setting:

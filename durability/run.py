@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import shutil
 import time
 from dataclasses import dataclass
@@ -39,6 +40,10 @@ from .session import StreamPlan, run_session
 from .workload import WorkloadPlan
 
 LOGS_DIR = "logs"  # each node's server log, copied before the cluster's folders are removed
+# what nats-server logs when it throws state away or finds it damaged (#7556's "Detected orphaned stream ..., will
+# cleanup", a corrupt snapshot or block, a stream reset)
+TELLING = re.compile(r"orphaned|corrupt|will cleanup|[Rr]esetting stream|checksum", re.IGNORECASE)
+TELLING_KEPT = 5
 SYNC_ALWAYS = "jetstream {\\n  sync_interval: always\\n}\\n"
 
 
@@ -68,6 +73,17 @@ def _keep_logs(provider: ClusterProvider, folder: Path) -> None:
     for node in provider.nodes:
         if node.log_path.is_file():
             shutil.copyfile(node.log_path, folder / f"{node.name}.log")
+
+
+def telling_lines(folder: Path) -> dict[str, list[str]]:
+    """Per node, the lines of its kept log where the server says it dropped or distrusted state (TELLING), first
+    few of each; what a failed rule's evidence can point at."""
+    found: dict[str, list[str]] = {}
+    for log in sorted(folder.glob("*.log")):
+        lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if TELLING.search(line)]
+        if lines:
+            found[log.stem] = lines[:TELLING_KEPT]
+    return found
 
 
 def run_once(
@@ -165,6 +181,7 @@ def run_once(
             "stream_error": observed.history.stream_error,
             "consumer_error": observed.history.consumer_error,
         },
+        "server_log_lines": telling_lines(out / LOGS_DIR),
         "jetcheck_version": __version__,
         "started_at": started_at,
         "finished_at": utc_now(),

@@ -11,7 +11,7 @@ from jetcheck import cli
 from jetcheck.durability import profiles
 from jetcheck.durability.checker import RULES, STREAM_AVAILABLE, Finding
 from jetcheck.durability.history import FaultRecord
-from jetcheck.durability.run import RunOutcome
+from jetcheck.durability.run import RunOutcome, telling_lines
 from jetcheck.fault_kinds import FAULT_KINDS
 from jetcheck.versions import parse_version
 
@@ -71,3 +71,12 @@ def test_a_profile_is_refused_on_a_users_cluster(tmp_path, capsys):
 def test_more_replicas_than_nodes_is_refused(capsys):
     assert cli.main(["durability", "--nodes", "3", "--replicas", "5"]) == 2
     assert "--replicas 5 needs at least as many nodes (--nodes 3)" in capsys.readouterr().err
+
+
+def test_the_server_log_lines_kept_as_evidence_are_those_where_it_drops_or_distrusts_state(tmp_path):
+    """#7556's orphan cleanup is kept, with its node; ordinary lines are not."""
+    (tmp_path / "jetcheck-n1.log").write_text(
+        "[1] [INF] Starting nats-server\n[1] [WRN] Detected orphaned stream '$G > S', will cleanup\n"
+    )
+    (tmp_path / "jetcheck-n2.log").write_text("[2] [INF] Server is ready\n")
+    assert telling_lines(tmp_path) == {"jetcheck-n1": ["[1] [WRN] Detected orphaned stream '$G > S', will cleanup"]}
