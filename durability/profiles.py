@@ -81,6 +81,18 @@ PROFILES: dict[str, Profile] = {
         nodes=5,
         replicas=5,
     ),
+    # nats-io/nats-server#7556: a node that lost its meta snapshot (as a corrupt one is removed) cleans up the stream
+    # as orphaned; here every fault deletes the newest snapshots of a minority, on 5 nodes
+    "orphaned-stream": Profile(
+        finding="stream data deleted as orphaned after snapshot damage plus kills (2.12.1; partly fixed in 2.14.0)",
+        issue=f"{ISSUES}7556",
+        versions=("2.12.1",),
+        reproduced_by=(STREAM_AVAILABLE, REPLICAS_AGREE, ACKED_SURVIVE),
+        faults=("snapshot-minority",),
+        duration_s=60.0,
+        nodes=5,
+        replicas=5,
+    ),
     # nats-io/nats-server#7567 needs one node's power loss (the power profile's); here the pauses and partitions
     # around process kills, held past the election timeout, on 5 nodes
     "split-brain-partitions": Profile(
