@@ -23,18 +23,10 @@ from jetcheck.fixtures.providers import ClusterProvider
 from jetcheck.records import RESULTS_FILE, RUN_FILE, CheckResult, utc_now, write_results
 from jetcheck.verdict import RunVerdict, judge
 
+from . import history as kinds
 from .checker import Finding, check_history, summary
 from .described_cluster import DescribedClusterProvider
-from .history import (
-    HISTORY_DIR,
-    DeleteRecord,
-    DeliveryRecord,
-    FaultRecord,
-    LeaderClaim,
-    PublishRecord,
-    StoredMessage,
-    write_history,
-)
+from .history import HISTORY_DIR, write_history
 from .schedule import describe, plan_faults
 from .session import StreamPlan, run_session
 from .workload import WorkloadPlan
@@ -54,7 +46,7 @@ class RunOutcome:
     run_info: dict
     verdict: RunVerdict
     schedule: str  # the run in one line: seed, nodes, replicas, sync_interval, schedule
-    faults: list[FaultRecord]  # as done: which nodes, when
+    faults: list[kinds.FaultRecord]  # as done: which nodes, when
 
 
 def _provider(args: argparse.Namespace, partitionable: bool) -> ClusterProvider | DescribedClusterProvider:
@@ -123,12 +115,16 @@ def run_once(
         provider.stop()  # a local cluster: every node, and its folder; a described one: what was faulted, healed
     findings = check_history(observed.history)
     history_dir = out / HISTORY_DIR
-    write_history(history_dir, observed.history.publishes, PublishRecord)
-    write_history(history_dir, observed.history.deliveries, DeliveryRecord)
-    write_history(history_dir, [m for ms in observed.history.reads.values() for m in ms], StoredMessage)
-    write_history(history_dir, observed.faults, FaultRecord)
-    write_history(history_dir, observed.history.leaders, LeaderClaim)
-    write_history(history_dir, observed.history.deletes, DeleteRecord)
+    seen = observed.history
+    for records, kind in (
+        (seen.publishes, kinds.PublishRecord),
+        (seen.deliveries, kinds.DeliveryRecord),
+        ([message for messages in seen.reads.values() for message in messages], kinds.StoredMessage),
+        (observed.faults, kinds.FaultRecord),
+        (seen.leaders, kinds.LeaderClaim),
+        (seen.deletes, kinds.DeleteRecord),
+    ):
+        write_history(history_dir, records, kind)
     schedule = f"seed {seed}, {size} nodes, R{replicas}, sync_interval {sync_interval}, schedule {describe(plan)}"
     client = {"name": "nats-py", "version": metadata.version("nats-py")}
     results = []
