@@ -426,8 +426,9 @@ TABLE: tuple[Option, ...] = (
     ),
     Option(
         "seeds",
-        "with --profile: how many seeds each release runs (seeds --seed, --seed+1, ...; default 5, --seed default 1)",
-        lambda: "5",
+        "with --profile: how many seeds each release runs (seeds --seed, --seed+1, ...; --seed default 1; default: the "
+        "profile's own, 5 for most)",
+        lambda: None,
         integer(1, 50, "seeds"),
         commands=("durability",),
     ),
