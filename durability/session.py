@@ -55,6 +55,7 @@ SET_UP_TIMEOUT_S = 60.0
 REMOVE_TIMEOUT_S = 5.0  # removing the run's stream from a user's cluster, also on Ctrl-C
 LEADER_WAIT_S = 10.0
 POLL_S = 0.25
+NO_REPLICA = {"messages": 0, "first_seq": 0, "last_seq": 0, "replica": 0}  # a node whose /jsz has no such stream
 READ_CONCURRENCY = 200
 
 
@@ -171,6 +172,10 @@ async def run_session(
         reads, unreadable = {}, {}
         for index, node in enumerate(nodes):
             if node not in holders:
+                continue
+            if states.get(node.name) == NO_REPLICA:
+                # a direct get sent to it would be answered by another node's replica, and read as its own
+                unreadable[node.name] = "its /jsz shows no replica of the stream"
                 continue
             try:
                 reads[node.name] = await _read_node(nodes, index, max(s["last_seq"] for s in states.values()))
@@ -316,7 +321,7 @@ def _replica_state(node: NatsServerProcess) -> dict[str, int]:
             if stream.get("name") == STREAM:
                 state = stream.get("state", {})
                 return {key: int(state.get(key, 0)) for key in ("messages", "first_seq", "last_seq")}
-    return {"messages": 0, "first_seq": 0, "last_seq": 0}
+    return dict(NO_REPLICA)
 
 
 async def _agreeing_states(nodes: list[NatsServerProcess]) -> dict[str, dict[str, int]]:
