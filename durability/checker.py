@@ -12,6 +12,12 @@ What counts:
   is never counted lost. Writes that only got errors are counted if found stored, but fail no rule.
 - Within the duplicate window (the run is shorter than it) a message id is stored at most once; a write without an
   id is published once, so a second copy of it is a message nobody wrote.
+- A write whose deletion the server acknowledged must be absent from every replica after healing. A write with any
+  delete request (acknowledged, refused or timed out) is not judged lost, undelivered or a gap when absent.
+- A Raft group has at most one leader per term (Raft's election safety): two nodes that each said, in their own
+  `/raftz` samples, that they lead the same group in the same term are a split-brain, whenever they said it. Two
+  leaders of one group in different terms whose sample windows overlap are not: an old leader that has not yet heard
+  of the new term still says it leads, and cannot commit; they are counted (`stale_overlaps`), not failed.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .history import DeliveryRecord, PublishRecord, StoredMessage
+from .history import DeleteRecord, DeliveryRecord, LeaderClaim, PublishRecord, StoredMessage
 
 EXAMPLES = 5  # first examples kept per finding
 
@@ -34,6 +40,8 @@ CONTIGUOUS = "durability.contiguous-sequences"
 PUBLISHER_ORDER = "durability.publisher-order"
 STREAM_AVAILABLE = "durability.stream-available-after-heal"
 CONSUMER_SURVIVES = "durability.consumer-survives-crash"
+SINGLE_LEADER = "durability.single-leader-per-term"
+DELETED_STAYS = "durability.deleted-stays-deleted"
 RULES = (
     ACKED_SURVIVE,
     ACKED_DELIVERED,
@@ -44,6 +52,8 @@ RULES = (
     PUBLISHER_ORDER,
     STREAM_AVAILABLE,
     CONSUMER_SURVIVES,
+    SINGLE_LEADER,
+    DELETED_STAYS,
 )
 
 
@@ -57,6 +67,8 @@ class History:
     node_states: dict[str, dict[str, int]] = field(default_factory=dict)  # node -> its replica's messages/last_seq
     stream_error: str = ""  # why the stream did not answer after healing ("" when it did)
     consumer_error: str = ""  # why the durable consumer did not answer after healing ("" when it did)
+    leaders: list[LeaderClaim] = field(default_factory=list)  # every node's /raftz leadership claims during the run
+    deletes: list[DeleteRecord] = field(default_factory=list)  # the workload's deletions of acknowledged writes
 
 
 @dataclass(frozen=True)
@@ -113,7 +125,8 @@ def check_history(history: History) -> dict[str, Finding]:
     for record in history.publishes:
         attempts[record.write].append(record)
     acked = {w: [a for a in tries if a.outcome == "ok"] for w, tries in attempts.items()}
-    acked = {w: oks for w, oks in acked.items() if oks}
+    touched = {d.write for d in history.deletes}  # absent, undelivered or a gap are all fine for these
+    acked = {w: oks for w, oks in acked.items() if oks and w not in touched}
     unknown = {w for w, tries in attempts.items() if w not in acked and any(a.outcome == "unknown" for a in tries)}
     failed = {w for w in attempts if w not in acked and w not in unknown}
     stream = sorted(history.reads.get(history.reference, []), key=lambda m: m.seq)
@@ -169,8 +182,9 @@ def check_history(history: History) -> dict[str, Finding]:
     gaps = _Tally()
     if stream:
         held = set(at_seq)
+        deleted_seqs = {d.seq for d in history.deletes}
         for seq in range(stream[0].seq, stream[-1].seq + 1):
-            if seq not in held:
+            if seq not in held and seq not in deleted_seqs:
                 gaps.add(f"seq {seq} missing between {stream[0].seq} and {stream[-1].seq}")
     findings[CONTIGUOUS] = gaps.finding(
         CONTIGUOUS, first_seq=stream[0].seq if stream else 0, last_seq=stream[-1].seq if stream else 0
@@ -198,7 +212,50 @@ def check_history(history: History) -> dict[str, Finding]:
     if history.consumer_error:
         consumer.add(history.consumer_error)
     findings[CONSUMER_SURVIVES] = consumer.finding(CONSUMER_SURVIVES)
+    findings[SINGLE_LEADER] = _split_brain(history.leaders)
+    findings[DELETED_STAYS] = _deleted_stay_deleted(history)
     return findings
+
+
+def _deleted_stay_deleted(history: History) -> Finding:
+    """Every write whose deletion was acknowledged, looked for on every replica read."""
+    tally = _Tally()
+    deleted = {d.write: d for d in history.deletes if d.outcome == "ok"}
+    for node, messages in sorted(history.reads.items()):
+        for message in messages:
+            if (gone := deleted.get(message.write)) is not None:
+                said = f"{message.write} deleted at seq {gone.seq}, served by {node} at seq {message.seq}"
+                tally.add(said, gone.write)
+    return tally.finding(DELETED_STAYS, deleted=len(deleted), delete_requests=len(history.deletes))
+
+
+def _split_brain(claims: list[LeaderClaim]) -> Finding:
+    """Two nodes leading one Raft group in one term fail; overlapping leaders in different terms are counted."""
+    tally = _Tally()
+    if not claims:
+        return tally.finding(SINGLE_LEADER, claims=0, groups=0, stale_overlaps=0)
+    origin = min(claim.sent_ns for claim in claims)
+    by_group: dict[str, list[LeaderClaim]] = defaultdict(list)
+    for claim in claims:
+        by_group[claim.group].append(claim)
+    stale = 0
+    for group, group_claims in sorted(by_group.items()):
+        first: dict[tuple[int, str], LeaderClaim] = {}  # (term, node) -> its first claim
+        for claim in sorted(group_claims, key=lambda c: c.sent_ns):
+            first.setdefault((claim.term, claim.node), claim)
+        for term in sorted({term for term, _ in first}):
+            leaders = sorted((c for (t, _), c in first.items() if t == term), key=lambda c: c.sent_ns)
+            if len(leaders) > 1:
+                said = ", ".join(f"{c.node} (first at {(c.sent_ns - origin) / 1e9:.1f} s)" for c in leaders)
+                tally.add(f"group {group} term {term} led by {len(leaders)} nodes: {said}")
+        ordered = sorted(group_claims, key=lambda c: c.sent_ns)
+        for index, a in enumerate(ordered):
+            for b in ordered[index + 1 :]:
+                if b.sent_ns > a.received_ns:
+                    break  # sorted by start: this window and every later one begin after a's has ended
+                if a.node != b.node and a.term != b.term:
+                    stale += 1
+    return tally.finding(SINGLE_LEADER, claims=len(claims), groups=len(by_group), stale_overlaps=stale)
 
 
 def _divergence(history: History, stream: list[StoredMessage]) -> Finding:

@@ -68,11 +68,38 @@ class FaultRecord:
     detail: str = ""
 
 
+@dataclass(frozen=True)
+class DeleteRecord:
+    """One request to delete an acknowledged write from the stream by the sequence its PubAck named."""
+
+    write: str
+    seq: int
+    outcome: str  # one of PUBLISH_OUTCOMES: ok (the server said it deleted it), error, unknown (timed out)
+    error: str = ""
+    start_ns: int = 0
+    end_ns: int = 0
+
+
+@dataclass(frozen=True)
+class LeaderClaim:
+    """One node saying, in one sample of its `/raftz`, that it leads a Raft group (the meta group, the stream's or
+    a consumer's) in `term`; the sample was asked for at `sent_ns` and answered by `received_ns`, so the claim held
+    at some instant between the two."""
+
+    node: str
+    group: str  # the Raft group's id as /raftz names it (e.g. "_meta_", "S-R3F-...", "C-R3F-...")
+    term: int
+    sent_ns: int
+    received_ns: int
+
+
 HISTORY_FILES = {
     PublishRecord: "publishes.jsonl",
     DeliveryRecord: "deliveries.jsonl",
     StoredMessage: "reads.jsonl",
     FaultRecord: "faults.jsonl",
+    LeaderClaim: "leaders.jsonl",
+    DeleteRecord: "deletes.jsonl",
 }
 
 

@@ -43,12 +43,18 @@ class PlannedFault:
 
 
 def plan_faults(
-    seed: int, kinds: list[str], window_s: float, size: int, hold_s: tuple[float, float] = HOLD_S
+    seed: int,
+    kinds: list[str],
+    window_s: float,
+    size: int,
+    hold_s: tuple[float, float] = HOLD_S,
+    first_at_s: tuple[float, float] | None = None,
 ) -> list[PlannedFault]:
     """The schedule for a workload of `window_s` seconds on `size` nodes: one fault about every 12 s (at least one,
     each of `kinds` once before any repeats, in an order drawn from `seed`), none in the first or last tenth, each
     held for a time drawn from `hold_s` (at most half the gap to the next; longer holds space the faults wider, so
-    the default holds give the schedules they always gave)."""
+    the default holds give the schedules they always gave). `first_at_s` (MIN, MAX seconds) moves the first fault
+    to a time drawn from it, right after the stream's creation, with a draw of its own (every other draw stays)."""
     rng = random.Random(seed)
     count = max(1, int(window_s // max(SPACING_S, 3 * hold_s[1])))
     order: list[str] = []
@@ -64,6 +70,9 @@ def plan_faults(
         hold = round(rng.uniform(*hold_s), 2)
         minority = tuple(sorted(rng.sample(range(size), (size - 1) // 2)))
         faults.append(PlannedFault(round(at, 2), kind, min(hold, step * 0.5), minority))
+    if first_at_s is not None:
+        early = random.Random(f"{seed}-first").uniform(*first_at_s)
+        faults[0] = PlannedFault(round(early, 2), faults[0].kind, faults[0].hold_s, faults[0].minority)
     return faults
 
 
@@ -97,10 +106,11 @@ async def run_schedule(
     leader: Callable[[], Awaitable[str | None]],
     started: float,
     seed: int = 0,
+    first_healed: asyncio.Event | None = None,
 ) -> list[FaultRecord]:
     """Do each fault of `plan` at its time after `started` (time.monotonic()), hold it, heal it; `leader` names
     the stream's leader node now (None when there is none: a leader fault then hits the first node). `seed` picks
-    where a disk fault damages a file."""
+    where a disk fault damages a file; `first_healed` is set once the first fault has healed (or there is none)."""
     done = []
     for index, fault in enumerate(plan):
         await asyncio.sleep(max(0.0, started + fault.at_s - time.monotonic()))
@@ -150,4 +160,8 @@ async def run_schedule(
             detail += f" ({faults.dropped} dropped)"
         names = [faults.nodes[i].name for i in targets]
         done.append(FaultRecord(index, fault.kind, names, start_ns, time.time_ns(), detail))
+        if first_healed is not None:
+            first_healed.set()
+    if first_healed is not None:
+        first_healed.set()
     return done

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import nats.errors
@@ -29,10 +29,19 @@ from jetcheck.fixtures.target import Target
 from .checker import History
 from .faults import ClusterFaults
 from .history import FaultRecord, StoredMessage
+from .leaders import sample_leaders
 from .packet_loss import PacketLoss, in_own_namespace
 from .power_loss import PowerLossDisks
 from .schedule import PlannedFault, run_schedule
-from .workload import WorkloadLog, WorkloadPlan, consume, create_consumer, publish_once, run_publishers
+from .workload import (
+    WorkloadLog,
+    WorkloadPlan,
+    consume,
+    create_consumer,
+    delete_acked,
+    publish_once,
+    run_publishers,
+)
 
 STREAM = "JETCHECK_DURABILITY"  # prefixed: on a user's cluster it must not be anyone else's
 SUBJECT = "jetcheck.durability.writes"
@@ -47,6 +56,7 @@ SET_UP_TIMEOUT_S = 60.0
 REMOVE_TIMEOUT_S = 5.0  # removing the run's stream from a user's cluster, also on Ctrl-C
 LEADER_WAIT_S = 10.0
 POLL_S = 0.25
+NO_REPLICA = {"messages": 0, "first_seq": 0, "last_seq": 0, "replica": 0}  # a node whose /jsz has no such stream
 READ_CONCURRENCY = 200
 
 
@@ -70,6 +80,16 @@ async def _connect(nodes: list[NatsServerProcess], only: int | None = None) -> C
     )
 
 
+@dataclass(frozen=True)
+class StreamPlan:
+    """The stream a run writes to: `replicas` of them (every node when 0), and its durable consumer created before
+    the workload, or only once the first fault has healed (`consumer_after_first_fault`: the stream's creation is
+    then the last thing the meta group was asked to do before that fault)."""
+
+    replicas: int = 0
+    consumer_after_first_fault: bool = False
+
+
 async def run_session(
     nodes: list[NatsServerProcess],
     plan: list[PlannedFault],
@@ -77,25 +97,29 @@ async def run_session(
     seed: int,
     links: RouteMesh | None,
     users_cluster: bool = False,
+    stream: StreamPlan = StreamPlan(),
     disks: PowerLossDisks | None = None,
 ) -> Observed:
     """The run on a cluster that is up; on a user's cluster, the stream it creates is removed again at the end
     (jetcheck's own cluster is removed whole). `disks`: the nodes' stores on the power-loss layer, for power cuts."""
     admin, publisher, consumer = [await _connect(nodes) for _ in range(3)]
     ours = False
+    stop_sampling = asyncio.Event()
+    sampling = asyncio.create_task(sample_leaders(nodes, stop_sampling))
     try:
         await _set_up(f"checking there is no stream {STREAM} yet", lambda: _refuse_existing(admin))
         ours = True  # whatever stream of that name is there from now on is this run's
         config = StreamConfig(
             name=STREAM,
             subjects=[SUBJECT],
-            num_replicas=len(nodes),
+            num_replicas=stream.replicas or len(nodes),
             storage=StorageType.FILE,
             duplicate_window=DUPLICATE_WINDOW_S,
             allow_direct=True,
         )
-        await _set_up(f"creating the R{len(nodes)} stream", lambda: admin.jetstream().add_stream(config))
-        await _set_up("creating the durable consumer", lambda: create_consumer(admin, STREAM, CONSUMER))
+        await _set_up(f"creating the R{config.num_replicas} stream", lambda: admin.jetstream().add_stream(config))
+        if not stream.consumer_after_first_fault:
+            await _set_up("creating the durable consumer", lambda: create_consumer(admin, STREAM, CONSUMER))
         log, stop_consuming = WorkloadLog(), asyncio.Event()
         consuming = asyncio.create_task(consume(consumer, STREAM, CONSUMER, log, stop_consuming))
         faults = ClusterFaults(nodes, links, PacketLoss() if in_own_namespace() else None, disks)
@@ -107,14 +131,34 @@ async def run_session(
                 await asyncio.sleep(POLL_S)
             return name
 
+        first_healed = asyncio.Event()
+        late_consumer = ""  # why the consumer created after the first fault could not be (once it was tried)
+
+        async def create_unless_stream_gone() -> None:
+            try:
+                await create_consumer(admin, STREAM, CONSUMER)
+            except nats.js.errors.NotFoundError as exc:  # the stream is gone: asking again will not bring it back
+                raise TargetError(f"CONSUMER.CREATE {STREAM} {CONSUMER} answered {exc.code}/{exc.err_code} "
+                                  f"{exc.description} after the first fault") from None  # fmt: skip
+
+        async def consumer_after_first_fault() -> None:
+            nonlocal late_consumer
+            await first_healed.wait()
+            try:
+                await _set_up("creating the durable consumer", create_unless_stream_gone)
+            except TargetError as exc:
+                late_consumer = str(exc)
+
         try:
-            _, done = await asyncio.gather(
+            _, _, done, _ = await asyncio.gather(
                 run_publishers(publisher, SUBJECT, workload, log),
-                run_schedule(faults, plan, leader, time.monotonic(), seed),
+                delete_acked(admin, STREAM, workload, log),
+                run_schedule(faults, plan, leader, time.monotonic(), seed, first_healed),
+                consumer_after_first_fault() if stream.consumer_after_first_fault else asyncio.sleep(0),
             )
             await faults.heal_all()  # nothing is left down, whatever happened above
-            recovery_s, stream_error = await _recover(publisher, log)
-            consumer_error = await _consumer_answers(admin)
+            recovery_s, stream_error = await _recover(admin, publisher, log)
+            consumer_error = late_consumer or await _consumer_answers(admin)
             if not consumer_error:
                 await _drain(admin)
         except BaseException:
@@ -125,10 +169,17 @@ async def run_session(
             raise
         stop_consuming.set()
         await consuming
-        states = await _agreeing_states(nodes)
-        reference = await _leader(admin) or nodes[0].name
+        holders = await _replica_nodes(admin, nodes)
+        states = await _agreeing_states(holders)
+        reference = await _leader(admin) or holders[0].name
         reads, unreadable = {}, {}
         for index, node in enumerate(nodes):
+            if node not in holders:
+                continue
+            if states.get(node.name) == NO_REPLICA:
+                # a direct get sent to it would be answered by another node's replica, and read as its own
+                unreadable[node.name] = "its /jsz shows no replica of the stream"
+                continue
             try:
                 reads[node.name] = await _read_node(nodes, index, max(s["last_seq"] for s in states.values()))
             except (nats.errors.Error, OSError) as exc:  # OSError: TimeoutError too
@@ -143,8 +194,12 @@ async def run_session(
             stream_error,
             consumer_error,
         )
+        stop_sampling.set()
+        history = replace(history, leaders=await sampling, deletes=log.deletes)
         return Observed(history, done, recovery_s, faults.power_cuts)
     finally:
+        stop_sampling.set()
+        await asyncio.wait([sampling])
         if ours and users_cluster:
             with contextlib.suppress(nats.errors.Error, TimeoutError):
                 await admin.jetstream(timeout=REMOVE_TIMEOUT_S).delete_stream(STREAM)
@@ -184,9 +239,40 @@ async def _leader(nc: Client) -> str | None:
     return info.cluster.leader if info.cluster else None
 
 
-async def _recover(nc: Client, log: WorkloadLog) -> tuple[float, str]:
-    """Seconds until the healed cluster acknowledged a probe write, and "" (or why it never did)."""
+async def _stream_answers(nc: Client) -> str:
+    """ "" when the stream answers its info after healing (or does not answer at all within the bound: the probe
+    publish then says why); why not when the server says it has no such stream (404/10059)."""
+    deadline = time.monotonic() + RECOVERY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            await nc.jetstream(timeout=API_TIMEOUT_S).stream_info(STREAM)
+            return ""
+        except nats.js.errors.NotFoundError as exc:
+            return f"STREAM.INFO {STREAM} answered {exc.code}/{exc.err_code} {exc.description} after healing"
+        except (nats.errors.Error, TimeoutError):
+            await asyncio.sleep(POLL_S)
+    return ""
+
+
+async def _replica_nodes(nc: Client, nodes: list[NatsServerProcess]) -> list[NatsServerProcess]:
+    """The nodes that hold a replica of the stream (its leader and replicas), or every node when the stream does
+    not say (no answer, or a stream on every node)."""
+    try:
+        info = await nc.jetstream(timeout=API_TIMEOUT_S).stream_info(STREAM)
+    except (nats.errors.Error, TimeoutError):
+        return nodes
+    if not info.cluster:
+        return nodes
+    names = {info.cluster.leader, *(peer.name for peer in info.cluster.replicas or [])}
+    return [node for node in nodes if node.name in names] or nodes
+
+
+async def _recover(admin: Client, nc: Client, log: WorkloadLog) -> tuple[float, str]:
+    """Seconds until the healed cluster acknowledged a probe write, and "" (or why it never did: the stream not
+    found, or no acknowledgement in time)."""
     started, attempt = time.monotonic(), 0
+    if missing := await _stream_answers(admin):
+        return round(time.monotonic() - started, 3), missing
     while True:
         attempt += 1
         record = await publish_once(nc, SUBJECT, f"probe-{attempt}", "", -1, 1, API_TIMEOUT_S)
@@ -238,7 +324,7 @@ def _replica_state(node: NatsServerProcess) -> dict[str, int]:
             if stream.get("name") == STREAM:
                 state = stream.get("state", {})
                 return {key: int(state.get(key, 0)) for key in ("messages", "first_seq", "last_seq")}
-    return {"messages": 0, "first_seq": 0, "last_seq": 0}
+    return dict(NO_REPLICA)
 
 
 async def _agreeing_states(nodes: list[NatsServerProcess]) -> dict[str, dict[str, int]]:

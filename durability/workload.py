@@ -24,7 +24,7 @@ from nats.js.api import AckPolicy, ConsumerConfig
 
 from jetcheck.load.pacing import Schedule
 
-from .history import DeliveryRecord, PublishRecord
+from .history import DeleteRecord, DeliveryRecord, PublishRecord
 
 MSG_ID_HEADER = "Nats-Msg-Id"
 RETRY_PAUSE_S = 0.25  # between attempts of a write, so a retry does not hammer a cluster electing a leader
@@ -44,6 +44,7 @@ class WorkloadPlan:
     max_writes: int = 10_000
     publish_timeout_s: float = 2.0
     attempts: int = 4  # of a write with an id; a write without one is tried once
+    delete_every_s: float = 2.0  # one acknowledged write deleted this often (0: none), to see it never comes back
 
 
 @dataclass
@@ -53,6 +54,7 @@ class WorkloadLog:
     publishes: list[PublishRecord] = field(default_factory=list)
     deliveries: list[DeliveryRecord] = field(default_factory=list)
     consumer_errors: list[str] = field(default_factory=list)
+    deletes: list[DeleteRecord] = field(default_factory=list)
 
 
 def write_name(publisher: int, number: int) -> str:
@@ -131,6 +133,32 @@ async def consume(nc: Client, stream: str, durable: str, log: WorkloadLog, stop:
             )
             with contextlib.suppress(nats.errors.Error):  # an ack lost to a fault: the message comes again
                 await message.ack()
+
+
+async def delete_acked(nc: Client, stream: str, plan: WorkloadPlan, log: WorkloadLog) -> None:
+    """Every `plan.delete_every_s` while the publishers write, delete the newest acknowledged write not deleted yet,
+    by the sequence its PubAck named, and record what the server said."""
+    if not plan.delete_every_s:
+        return
+    deadline, tried = time.monotonic() + plan.duration_s, set()
+    while time.monotonic() + plan.delete_every_s < deadline:
+        await asyncio.sleep(plan.delete_every_s)  # a pace, not a wait for an event
+        newest = next((p for p in reversed(log.publishes) if p.outcome == "ok" and p.seq and p.publisher >= 0
+                       and p.write not in tried), None)  # fmt: skip
+        if newest is None:
+            continue
+        tried.add(newest.write)
+        start = time.time_ns()
+        outcome, error = "ok", ""
+        try:
+            await nc.jetstream(timeout=plan.publish_timeout_s).delete_msg(stream, newest.seq)
+        except TimeoutError as exc:
+            outcome, error = "unknown", type(exc).__name__
+        except nats.js.errors.APIError as exc:
+            outcome, error = "error", f"{exc.code}/{exc.err_code} {exc.description}"
+        except nats.errors.Error as exc:
+            outcome, error = "error", type(exc).__name__
+        log.deletes.append(DeleteRecord(newest.write, newest.seq, outcome, error, start, time.time_ns()))
 
 
 async def run_publishers(nc: Client, subject: str, plan: WorkloadPlan, log: WorkloadLog) -> None:

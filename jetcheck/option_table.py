@@ -234,11 +234,12 @@ TABLE: tuple[Option, ...] = (
         commands=("certify", PYTEST, "durability"),
         variants={
             "durability": {
-                "help": "run a named profile instead of one schedule: its settings, once per variant, each into "
-                "--out/VARIANT, and say per variant whether it did what the finding says (power-loss-sync: every "
-                "node's power cut, with sync_interval default and always; see the durability guide)",
-                "default": lambda: "",
+                "help": "run a named profile instead of one schedule: its faults, timing, workload, server "
+                "release(s) and sync_interval(s), over --seeds seeds, and say per finding in how many seeds it was "
+                "reproduced (jepsen: every profile, as Jepsen's findings table; see the durability guide)",
+                "default": lambda: None,
                 "parse": str.strip,
+                "choices": registered_choices("profile"),  # jetcheck.durability.profiles registers them when imported
                 "variable": None,  # JETCHECK_PROFILE is the Hypothesis profile's
             },
         },
@@ -422,8 +423,16 @@ TABLE: tuple[Option, ...] = (
         1,
         MAX_REPLICAS,
         "number of replicas",
-        commands=("load", LOCUST),
-        variants={LOCUST: {"help": "replicas of the run's stream or bucket (default 1)"}},
+        commands=("load", LOCUST, "durability"),
+        variants={
+            LOCUST: {"help": "replicas of the run's stream or bucket (default 1)"},
+            "durability": {
+                "help": "the stream's replicas: 3 or 5, at most --nodes (default: every node)",
+                "default": lambda: None,
+                "parse": lambda value: int(choice("3", "5")(value)),
+                "variable": None,  # JETCHECK_REPLICAS is load's
+            },
+        },
     ),
     Option(
         "monitor",
@@ -468,9 +477,17 @@ TABLE: tuple[Option, ...] = (
     ),
     Option(
         "nodes",
-        "cluster nodes, and the stream's replicas (default 3)",
+        "cluster nodes (default 3); the stream is replicated on --replicas of them",
         lambda: "3",
         lambda value: int(choice("3", "5")(value)),
+        commands=("durability",),
+    ),
+    Option(
+        "seeds",
+        "with --profile: how many seeds each release runs (seeds --seed, --seed+1, ...; --seed default 1; default: the "
+        "profile's own, 5 for most)",
+        lambda: None,
+        integer(1, 50, "seeds"),
         commands=("durability",),
     ),
     Option(

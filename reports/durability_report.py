@@ -35,8 +35,10 @@ from jetcheck.durability.checker import (
 )
 from jetcheck.durability.history import (
     HISTORY_DIR,
+    DeleteRecord,
     DeliveryRecord,
     FaultRecord,
+    LeaderClaim,
     PublishRecord,
     StoredMessage,
     read_history,
@@ -130,6 +132,10 @@ def read_run(result_set: ResultSet) -> DurabilityRun:
         reference,
         final.get("unreadable") or {},
         final.get("node_states") or {},
+        final.get("stream_error") or "",
+        final.get("consumer_error") or "",
+        _history(folder, LeaderClaim),
+        _history(folder, DeleteRecord),
     )
     findings = check_history(history)
     times = write_times(publishes)
@@ -205,6 +211,14 @@ def schedule_text(run: DurabilityRun) -> str:
     return redact_text("; ".join(parts)) or "no faults"
 
 
+def _shape(nodes: int, replicas: int) -> str:
+    if not nodes:
+        return "unknown"
+    if replicas >= nodes:
+        return f"{nodes}-node cluster, stream replicated on every node (R{nodes})"
+    return f"{nodes}-node cluster, R{replicas} stream (on {replicas} of the {nodes} nodes)"
+
+
 def run_facts(run: DurabilityRun) -> list[tuple[str, str]]:
     info = run.info
     server, options = info.get("server") or {}, info.get("options") or {}
@@ -213,7 +227,7 @@ def run_facts(run: DurabilityRun) -> list[tuple[str, str]]:
     facts = [
         ("seed", str(options.get("seed", "unknown"))),
         ("server", f"nats-server {version}" if version else "unknown"),
-        ("nodes", f"{nodes} (stream replicated on every node)" if nodes else "unknown"),
+        ("nodes", _shape(nodes, int(server.get("replicas") or nodes))),
         ("sync_interval", sync_interval or "unknown"),
         (
             "workload",

@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import jetcheck.conformance
+import jetcheck.durability.profiles  # registers --profile's choices, which the option page lists
 import jetcheck.load.scenarios  # registers --scenario's choices, which the option page lists
 from jetcheck.conformance.catalog import Rule, load_catalog
 from jetcheck.options import TABLE

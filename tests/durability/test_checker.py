@@ -9,7 +9,8 @@ import pytest
 from jetcheck.conformance.catalog import rules_checked_by
 from jetcheck.durability import checker as rules
 from jetcheck.durability.checker import History, check_history, summary
-from jetcheck.durability.history import DeliveryRecord, PublishRecord, StoredMessage
+from jetcheck.durability.history import DeleteRecord, DeliveryRecord, LeaderClaim, PublishRecord, StoredMessage
+from jetcheck.durability.leaders import leader_claims
 
 NODES = ("n1", "n2", "n3")
 
@@ -87,6 +88,75 @@ def test_a_divergent_replica_fails_replicas_agree():
     findings = check_history(history(CLEAN, CLEAN_STREAM, reads=divergent, node_states=states))
     assert failing(findings) == {rules.REPLICAS_AGREE: 2}
     assert "seq 4: n1 has 'p1-1', n3 has 'p9-9'" in findings[rules.REPLICAS_AGREE].examples
+
+
+def test_a_replica_holding_the_same_writes_in_another_order_diverges_though_the_reader_saw_every_write():
+    """Divergence is a failure even when the consumer received every acked write and the leader holds them all: a
+    replica with writes 3 and 4 swapped fails replicas-agree, and nothing else fails."""
+    swapped = stored("n3", [*CLEAN_STREAM[:2], (3, "p1-1"), (4, "p0-1")])
+    findings = check_history(history(CLEAN, CLEAN_STREAM, reads={**history(CLEAN, CLEAN_STREAM).reads, "n3": swapped}))
+    assert failing(findings) == {rules.REPLICAS_AGREE: 2}
+    assert findings[rules.REPLICAS_AGREE].examples[0] == "seq 3: n1 has 'p0-1', n3 has 'p1-1'"
+
+
+def test_replicas_that_agree_hold_replicas_agree():
+    """Every replica with the leader's messages at the leader's sequences: replicas-agree holds."""
+    assert check_history(history(CLEAN, CLEAN_STREAM))[rules.REPLICAS_AGREE].holds
+
+
+def claim(node: str, term: int, at_s: float, group: str = "S-R3F-abc", window_s: float = 0.2) -> LeaderClaim:
+    return LeaderClaim(node, group, term, int(at_s * 1e9), int((at_s + window_s) * 1e9))
+
+
+def test_two_leaders_of_one_group_in_one_term_fail_single_leader_per_term():
+    """n1 and n2 both saying they lead the stream's group in term 3 is a split-brain, even in windows apart."""
+    claims = [claim("n1", 3, 0.0), claim("n2", 3, 0.1), claim("n1", 3, 5.0), claim("n3", 2, 0.0, group="_meta_")]
+    finding = check_history(history(CLEAN, CLEAN_STREAM, leaders=claims))[rules.SINGLE_LEADER]
+    assert finding.count == 1
+    assert finding.examples == ("group S-R3F-abc term 3 led by 2 nodes: n1 (first at 0.0 s), n2 (first at 0.1 s)",)
+    assert finding.figures == {"claims": 4, "groups": 2, "stale_overlaps": 0}
+
+
+def test_a_leader_handing_over_to_a_new_term_holds_and_counts_the_stale_overlap():
+    """An old leader still saying so (term 3) while the new one leads term 4 in an overlapping window is Raft's
+    normal handover: it holds, and the overlap is counted, not failed."""
+    claims = [claim("n1", 3, 0.0), claim("n1", 3, 1.0, window_s=1.0), claim("n2", 4, 1.5), claim("n2", 4, 3.0)]
+    finding = check_history(history(CLEAN, CLEAN_STREAM, leaders=claims))[rules.SINGLE_LEADER]
+    assert finding.holds
+    assert finding.figures["stale_overlaps"] == 1
+
+
+def test_leader_claims_are_the_groups_a_raftz_answer_says_the_node_leads():
+    """/raftz's account -> group -> {state, term} becomes one claim per group in state LEADER."""
+    raftz = {
+        "$SYS": {"_meta_": {"state": "LEADER", "term": 2}},
+        "$G": {"S-R3F-abc": {"state": "FOLLOWER", "term": 5}, "C-R3F-def": {"state": "LEADER", "term": 1}},
+    }
+    claims = leader_claims("n1", raftz, 10, 20)
+    assert sorted((c.group, c.term) for c in claims) == [("C-R3F-def", 1), ("_meta_", 2)]
+    assert {(c.node, c.sent_ns, c.received_ns) for c in claims} == {("n1", 10, 20)}
+
+
+def test_a_deleted_write_served_again_fails_deleted_stays_deleted():
+    """p0-1's deletion at seq 3 was acknowledged, yet n2 serves it after healing: the rule fails, naming the node."""
+    deletes = [DeleteRecord("p0-1", 3, "ok")]
+    without = [pair for pair in CLEAN_STREAM if pair[1] != "p0-1"]
+    reads = {n: stored(n, without) for n in NODES} | {"n2": stored("n2", CLEAN_STREAM)}
+    findings = check_history(history(CLEAN, without, reads=reads, deletes=deletes))
+    assert findings[rules.DELETED_STAYS].count == 1
+    assert findings[rules.DELETED_STAYS].examples == ("p0-1 deleted at seq 3, served by n2 at seq 3",)
+
+
+def test_a_deleted_write_gone_everywhere_holds_and_is_no_loss_nor_gap():
+    """A write deleted (acknowledged) and one whose delete timed out, both absent: every rule holds; the hole at
+    their sequences is no gap and they are not lost or undelivered."""
+    deletes = [DeleteRecord("p0-1", 3, "ok"), DeleteRecord("p1-0", 2, "unknown", "TimeoutError")]
+    stream = [(1, "p0-0"), (4, "p1-1")]
+    h = history(CLEAN, stream, deletes=deletes)
+    h = replace(h, node_states={n: {"messages": 2, "first_seq": 1, "last_seq": 4} for n in NODES})
+    findings = check_history(h)
+    assert failing(findings) == {}
+    assert findings[rules.DELETED_STAYS].figures == {"deleted": 1, "delete_requests": 2}
 
 
 def test_a_node_that_cannot_be_read_disagrees():

@@ -13,7 +13,7 @@ import nats.js.errors
 import pytest
 
 from jetcheck import cli
-from jetcheck.durability import cli as command
+from jetcheck.durability import run as one_run
 from jetcheck.durability.described_cluster import DescribedNode, read_cluster_file
 from jetcheck.durability.history import HISTORY_DIR, FaultRecord, read_history
 from jetcheck.durability.session import STREAM
@@ -151,7 +151,7 @@ def test_a_failing_run_on_a_described_cluster_starts_again_what_it_killed(shell_
     path, nodes = shell_cluster
     was_down: list[bool] = []
 
-    async def failing_session(session_nodes, plan, workload, seed, links, users_cluster):
+    async def failing_session(session_nodes, plan, workload, seed, links, users_cluster, stream):
         assert users_cluster
         session_nodes[1].kill()
         deadline = time.monotonic() + READY_S
@@ -160,7 +160,7 @@ def test_a_failing_run_on_a_described_cluster_starts_again_what_it_killed(shell_
         was_down.append(not nodes[1].healthy())
         raise TargetError("the session failed")
 
-    monkeypatch.setattr(command, "run_session", failing_session)
+    monkeypatch.setattr(one_run, "run_session", failing_session)
     argv = ["durability", "--server", f"cluster-file:{path}", "--allow-faults", "--out", str(tmp_path / "out")]
     assert cli.main([*argv, "--faults", "kill-leader"]) == 2
     assert "the session failed" in capsys.readouterr().err

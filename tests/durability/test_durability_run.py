@@ -15,10 +15,10 @@ import pytest
 
 from jetcheck import cli
 from jetcheck.conformance.catalog import rules_checked_by
-from jetcheck.durability import cli as command
+from jetcheck.durability import run as one_run
 from jetcheck.durability import session as run_session
 from jetcheck.durability import workload
-from jetcheck.durability.history import HISTORY_DIR, FaultRecord, PublishRecord, read_history
+from jetcheck.durability.history import HISTORY_DIR, FaultRecord, LeaderClaim, PublishRecord, read_history
 from jetcheck.durability.schedule import describe, plan_faults
 from jetcheck.fault_kinds import PROCESS_FAULTS
 from jetcheck.fixtures import sticky_cancel
@@ -54,11 +54,19 @@ def test_a_short_run_with_one_leader_kill_judges_every_durability_rule(tmp_path,
     results = result_set.results()
     assert {r.id for r in results} == set(rules_checked_by("durability"))
     assert all(r.status == "pass" for r in results), [r.message for r in results if r.status != "pass"]
-    assert all("seed 7, 3 nodes, sync_interval default, schedule kill-leader@" in r.message for r in results)
+    assert all("seed 7, 3 nodes, R3, sync_interval default, schedule kill-leader@" in r.message for r in results)
     assert result_set.verdict().ok
     faults = read_history(out / HISTORY_DIR, FaultRecord)
     assert [f.kind for f in faults] == ["kill-leader"], faults
     assert faults[0].detail == f"leader {faults[0].nodes[0]}", faults
+    # every node was sampled for the split-brain check: each said at some time that it led some group
+    claims = read_history(out / HISTORY_DIR, LeaderClaim)
+    assert {claim.group for claim in claims} >= {"_meta_"}, claims[:3]
+    assert json.loads((out / RUN_FILE).read_text())["counts"]["leader_claims"] == len(claims)
+    # each server's log outlives the cluster's folders
+    logs = {path.name: path.read_text() for path in (out / "logs").iterdir()}
+    assert sorted(logs) == ["jetcheck-n1.log", "jetcheck-n2.log", "jetcheck-n3.log"]
+    assert all("Starting nats-server" in text for text in logs.values())
     publishes = read_history(out / HISTORY_DIR, PublishRecord)
     assert sum(p.outcome == "ok" for p in publishes) > 100
     assert json.loads((out / RUN_FILE).read_text())["options"]["seed"] == 7
@@ -116,11 +124,11 @@ def run_with_failing_session(tmp_path, monkeypatch, capsys, argv: list[str], loo
     temp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
 
-    async def failing_session(nodes, plan, workload, seed, links, users_cluster, disks=None):
+    async def failing_session(nodes, plan, workload, seed, links, users_cluster, stream, disks=None):
         look(nodes, links, temp)
         raise TargetError("the session failed")
 
-    monkeypatch.setattr(command, "run_session", failing_session)
+    monkeypatch.setattr(one_run, "run_session", failing_session)
     code = cli.main(["durability", "--server-version", SERVER_VERSION, *argv, "--out", str(tmp_path / "out")])
     assert code == 2 and "the session failed" in capsys.readouterr().err
     assert processes_under(temp) == []

@@ -245,6 +245,17 @@ def test_what_was_tested_gives_a_durability_runs_cluster_its_node_count(tmp_path
     assert "single server" not in markdown
 
 
+def test_a_durability_run_on_five_nodes_with_an_r3_stream_says_so(tmp_path):
+    """The run's facts give the real shape: 5 nodes and the stream on 3 of them, not "replicated on every node"."""
+    folder = write_durability_run(tmp_path / "run")
+    run = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
+    run["server"].update(nodes=5, replicas=3)
+    (folder / RUN_FILE).write_text(json.dumps(run), encoding="utf-8")
+    build_report([str(folder)], out=tmp_path / "report")
+    html = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    assert "5-node cluster, R3 stream (on 3 of the 5 nodes)" in html
+
+
 def test_a_report_without_durability_runs_has_no_durability_section(tmp_path):
     """A certify run says nothing about durability."""
     certify = write_certify_run(tmp_path / "certify", sample_results())
