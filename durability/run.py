@@ -39,7 +39,7 @@ LOGS_DIR = "logs"  # each node's server log, copied before the cluster's folders
 # cleanup", a corrupt snapshot or block, a stream reset)
 TELLING = re.compile(r"orphaned|corrupt|will cleanup|[Rr]esetting stream|checksum", re.IGNORECASE)
 TELLING_KEPT = 5
-SYNC_ALWAYS = "jetstream {\\n  sync_interval: always\\n}\\n"
+SYNC_ALWAYS = "jetstream {\n  sync_interval: always\n}\n"
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import tempfile
 import time
 
@@ -156,3 +157,13 @@ def test_the_same_seed_gives_the_same_fault_schedule():
     assert sorted(f.kind for f in first) == sorted(PROCESS_FAULTS)
     assert all(6.0 <= f.at_s <= 54.0 and len(f.minority) == 1 for f in first)
     assert all(len(f.minority) == 2 for f in plan_faults(42, kinds, 60.0, 5))
+
+
+def test_the_sync_always_config_is_one_nats_server_accepts(tmp_path):
+    """--sync-interval always hands nats-server a configuration it parses (`nats-server -t`)."""
+    config = tmp_path / "always.conf"
+    config.write_text(one_run.SYNC_ALWAYS)
+    checked = subprocess.run(
+        [str(wheel_binary(SERVER_VERSION)), "-c", str(config), "-t"], capture_output=True, text=True, timeout=30
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
