@@ -107,8 +107,12 @@ def run_once(
     replicas = min(args.replicas or size, size)
     stream = StreamPlan(replicas, stream.consumer_after_first_fault if stream else False)
     sync_interval = args.sync_interval if isinstance(provider, ClusterProvider) else "as configured"
-    stores = [node.store_dir for node in provider.nodes]
-    layer = PowerLossDisks(stores, remove=provider.workdir) if power else contextlib.nullcontext()
+    # a described cluster's nodes are the user's (no store of ours): --power-loss-layer is refused for it (cli)
+    layer = (
+        PowerLossDisks([node.store_dir for node in provider.nodes], remove=provider.workdir)
+        if power
+        else contextlib.nullcontext()
+    )
     plan = plan_faults(seed, args.faults, args.duration, size, args.hold, first_at_s)
     workload = WorkloadPlan(duration_s=args.duration)
     where = f"nats-server {args.server_version}" if isinstance(provider, ClusterProvider) else str(provider.path)

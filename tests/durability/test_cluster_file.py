@@ -151,7 +151,7 @@ def test_a_failing_run_on_a_described_cluster_starts_again_what_it_killed(shell_
     path, nodes = shell_cluster
     was_down: list[bool] = []
 
-    async def failing_session(session_nodes, plan, workload, seed, links, users_cluster, stream):
+    async def failing_session(session_nodes, plan, workload, seed, links, users_cluster, stream, disks=None):
         assert users_cluster
         session_nodes[1].kill()
         deadline = time.monotonic() + READY_S
