@@ -177,7 +177,7 @@ def shared_loop_note(load_run: dict[str, Any]) -> str | None:
     """The caveat for a load run (load.json) in which a process ran publishers and consumers: they shared its
     asyncio loop, and nats-py's fetch takes loop turns per message, so those consumers got only the turns the
     publishers left."""
-    shared = sorted(pid for pid, roles in load_run.get("process_roles", {}).items() if len(roles) > 1)
+    shared = sorted(pid for pid, roles in (load_run.get("process_roles") or {}).items() if len(roles) > 1)
     if not shared:
         return None
     return (

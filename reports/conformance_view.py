@@ -29,7 +29,7 @@ def tested(content: ReportContent) -> list[dict[str, Any]]:
     runs: dict[str, list[tuple[str, str]]] = {}
     results = content.conformance.results
     for label, info in content.conformance.run_info.items():
-        server, options = info.get("server", {}), info.get("options", {})
+        server, options = info.get("server") or {}, info.get("options") or {}  # null is absent (inputs.RUN_FIELDS)
         of_set = results[results["result_set"] == label]
         client = info.get("client") or {}
         client_text = " ".join(v for v in (client.get("name", ""), client.get("version", "")) if v)
@@ -73,7 +73,7 @@ def tested(content: ReportContent) -> list[dict[str, Any]]:
             continue
         facts = runs.setdefault(load.label, [])
         if not facts:
-            client = info.get("client", {})
+            client = info.get("client") or {}
             facts += [
                 ("server", f"nats-server {info.get('server_version', 'unknown')}"),
                 ("client", setting_value("client", client) if client else "unknown"),

@@ -281,6 +281,20 @@ def test_no_corrupted_input_file_gives_a_traceback(files):
         shutil.rmtree(source)
 
 
+@pytest.mark.parametrize("field", ["server", "client", "options", "counts"])
+def test_a_run_json_field_that_is_null_reads_as_absent(files, tmp_path, field):
+    """run.json's object fields may be null (absent, as inputs.RUN_FIELDS says): the report is written (found by
+    the fuzz test below: `"options": null` raised AttributeError in the report's "what was tested")."""
+    run = tmp_path / "certify"
+    shutil.copytree(files["certify"], run)
+    info = json.loads((run / RUN_FILE).read_text())
+    (run / RUN_FILE).write_text(json.dumps({**info, field: None}))
+    argv = ["report", "--in", str(run), "--out", str(tmp_path / "report")]
+    code, err = outcome(cli.main, argv)
+    assert code == 0 and "Traceback" not in err, err
+    assert any((tmp_path / "report").iterdir()), "no report written"
+
+
 def test_a_corrupted_certify_folder_is_reported_or_refused_end_to_end(files):
     """Without load logs `jetcheck report` needs no Spark: main itself runs on corrupted results and run.json
     and either writes the report or refuses with one line."""
