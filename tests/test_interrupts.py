@@ -24,7 +24,7 @@ from jetcheck.records import RESULTS_FILE
 from jetcheck.testing.synthetic import LoadSpec, sample_results, write_certify_run, write_load_run
 
 from .conftest import SERVER_VERSION
-from .durability.test_packet_loss import MISSING, namespaces
+from .durability.test_packet_loss import MISSING, namespace_made, namespaces
 from .durability.test_power_loss import MISSING as POWER_LOSS_MISSING
 from .hygiene import still_running
 
@@ -138,7 +138,6 @@ def test_an_interrupted_command_stops_everything_it_started(tmp_path, embedded_s
     temp = tmp_path / "tmp"
     temp.mkdir()
     before = streams_on(embedded_server)
-    namespaces_before = namespaces() if command == "durability-loss" else set()
     stdout, stderr = tmp_path / "stdout", tmp_path / "stderr"
     with open(stdout, "wb") as out, open(stderr, "wb") as err:
         proc = subprocess.Popen(
@@ -173,7 +172,7 @@ def test_an_interrupted_command_stops_everything_it_started(tmp_path, embedded_s
         if case.url_target:
             assert streams_on(embedded_server) == before
         if command == "durability-loss":
-            assert namespaces() == namespaces_before, "the run's network namespace is left behind"
+            assert namespace_made(stdout.read_text()) not in namespaces(), "the run's network namespace is left behind"
     finally:
         if proc.poll() is None:
             proc.kill()
