@@ -14,6 +14,9 @@ What counts:
   id is published once, so a second copy of it is a message nobody wrote.
 - A write whose deletion the server acknowledged must be absent from every replica after healing. A write with any
   delete request (acknowledged, refused or timed out) is not judged lost, undelivered or a gap when absent.
+- Likewise a purge below sequence N: a write acknowledged at a sequence under N of a purge the server acknowledged
+  must be absent from every replica after healing; one under N of any purge request is not judged lost,
+  undelivered or a gap when absent.
 - A Raft group has at most one leader per term (Raft's election safety): two nodes that each said, in their own
   `/raftz` samples, that they lead the same group in the same term are a split-brain, whenever they said it. Two
   leaders of one group in different terms whose sample windows overlap are not: an old leader that has not yet heard
@@ -27,7 +30,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .history import DeleteRecord, DeliveryRecord, LeaderClaim, PublishRecord, StoredMessage
+from .history import DeleteRecord, DeliveryRecord, LeaderClaim, PublishRecord, PurgeRecord, StoredMessage
 
 EXAMPLES = 5  # first examples kept per finding
 
@@ -42,6 +45,7 @@ STREAM_AVAILABLE = "durability.stream-available-after-heal"
 CONSUMER_SURVIVES = "durability.consumer-survives-crash"
 SINGLE_LEADER = "durability.single-leader-per-term"
 DELETED_STAYS = "durability.deleted-stays-deleted"
+PURGED_STAYS = "durability.purged-stays-purged"
 RULES = (
     ACKED_SURVIVE,
     ACKED_DELIVERED,
@@ -54,6 +58,7 @@ RULES = (
     CONSUMER_SURVIVES,
     SINGLE_LEADER,
     DELETED_STAYS,
+    PURGED_STAYS,
 )
 
 
@@ -69,6 +74,7 @@ class History:
     consumer_error: str = ""  # why the durable consumer did not answer after healing ("" when it did)
     leaders: list[LeaderClaim] = field(default_factory=list)  # every node's /raftz leadership claims during the run
     deletes: list[DeleteRecord] = field(default_factory=list)  # the workload's deletions of acknowledged writes
+    purges: list[PurgeRecord] = field(default_factory=list)  # the workload's purges below a sequence
 
 
 @dataclass(frozen=True)
@@ -124,9 +130,11 @@ def check_history(history: History) -> dict[str, Finding]:
     attempts: dict[str, list[PublishRecord]] = defaultdict(list)
     for record in history.publishes:
         attempts[record.write].append(record)
-    acked = {w: [a for a in tries if a.outcome == "ok"] for w, tries in attempts.items()}
+    ever_acked = {w: oks for w, tries in attempts.items() if (oks := [a for a in tries if a.outcome == "ok"])}
+    purged_below = max((p.below_seq for p in history.purges), default=0)  # of any purge request
     touched = {d.write for d in history.deletes}  # absent, undelivered or a gap are all fine for these
-    acked = {w: oks for w, oks in acked.items() if oks and w not in touched}
+    touched |= {w for w, oks in ever_acked.items() if any(0 < a.seq < purged_below for a in oks)}
+    acked = {w: oks for w, oks in ever_acked.items() if w not in touched}
     unknown = {w for w, tries in attempts.items() if w not in acked and any(a.outcome == "unknown" for a in tries)}
     failed = {w for w in attempts if w not in acked and w not in unknown}
     stream = sorted(history.reads.get(history.reference, []), key=lambda m: m.seq)
@@ -184,7 +192,7 @@ def check_history(history: History) -> dict[str, Finding]:
         held = set(at_seq)
         deleted_seqs = {d.seq for d in history.deletes}
         for seq in range(stream[0].seq, stream[-1].seq + 1):
-            if seq not in held and seq not in deleted_seqs:
+            if seq not in held and seq not in deleted_seqs and seq >= purged_below:
                 gaps.add(f"seq {seq} missing between {stream[0].seq} and {stream[-1].seq}")
     findings[CONTIGUOUS] = gaps.finding(
         CONTIGUOUS, first_seq=stream[0].seq if stream else 0, last_seq=stream[-1].seq if stream else 0
@@ -214,6 +222,7 @@ def check_history(history: History) -> dict[str, Finding]:
     findings[CONSUMER_SURVIVES] = consumer.finding(CONSUMER_SURVIVES)
     findings[SINGLE_LEADER] = _split_brain(history.leaders)
     findings[DELETED_STAYS] = _deleted_stay_deleted(history)
+    findings[PURGED_STAYS] = _purged_stay_purged(history, ever_acked)
     return findings
 
 
@@ -227,6 +236,19 @@ def _deleted_stay_deleted(history: History) -> Finding:
                 said = f"{message.write} deleted at seq {gone.seq}, served by {node} at seq {message.seq}"
                 tally.add(said, gone.write)
     return tally.finding(DELETED_STAYS, deleted=len(deleted), delete_requests=len(history.deletes))
+
+
+def _purged_stay_purged(history: History, acked: dict[str, list[PublishRecord]]) -> Finding:
+    """Every write acknowledged below an acknowledged purge's sequence, looked for on every replica read."""
+    tally = _Tally()
+    below = max((p.below_seq for p in history.purges if p.outcome == "ok"), default=0)
+    purged = {w: seq for w, oks in acked.items() if 0 < (seq := min(a.seq or below for a in oks)) < below}
+    for node, messages in sorted(history.reads.items()):
+        for message in messages:
+            if (acked_seq := purged.get(message.write)) is not None:
+                said = f"{message.write} acked at seq {acked_seq}, purged below {below}, served by {node} at seq "
+                tally.add(f"{said}{message.seq}", message.write)
+    return tally.finding(PURGED_STAYS, purged=len(purged), purge_requests=len(history.purges), purged_below=below)
 
 
 def _split_brain(claims: list[LeaderClaim]) -> Finding:

@@ -1,7 +1,8 @@
 """A durability run's history (`jetcheck durability`), one JSONL file per record kind in the run's `history/`
-folder: what each publisher tried and what it was told, what the durable consumer received, the faults done, and
-what each node served when it was read at the end. A write's identity is its payload ("p<publisher>-<n>"), so a
-stored message can always be traced to the write that made it (or to nobody).
+folder: what each publisher tried and what it was told, what the durable consumer received, the faults done, the
+deletions and purges the workload asked for, and what each node served when it was read at the end. A write's
+identity is its payload ("p<publisher>-<n>"), so a stored message can always be traced to the write that made it
+(or to nobody).
 
 The run writes it (durability.cli), the checker judges it (durability.checker) and `jetcheck report` reads it again
 (reports.durability_report).
@@ -81,6 +82,17 @@ class DeleteRecord:
 
 
 @dataclass(frozen=True)
+class PurgeRecord:
+    """One request to purge the stream below a sequence: every message with a smaller sequence is to go."""
+
+    below_seq: int
+    outcome: str  # one of PUBLISH_OUTCOMES: ok (the server said it purged), error, unknown (timed out)
+    error: str = ""
+    start_ns: int = 0
+    end_ns: int = 0
+
+
+@dataclass(frozen=True)
 class LeaderClaim:
     """One node saying, in one sample of its `/raftz`, that it leads a Raft group (the meta group, the stream's or
     a consumer's) in `term`; the sample was asked for at `sent_ns` and answered by `received_ns`, so the claim held
@@ -100,6 +112,7 @@ HISTORY_FILES = {
     FaultRecord: "faults.jsonl",
     LeaderClaim: "leaders.jsonl",
     DeleteRecord: "deletes.jsonl",
+    PurgeRecord: "purges.jsonl",
 }
 
 

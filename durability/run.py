@@ -142,6 +142,7 @@ def run_once(
         (observed.faults, kinds.FaultRecord),
         (seen.leaders, kinds.LeaderClaim),
         (seen.deletes, kinds.DeleteRecord),
+        (seen.purges, kinds.PurgeRecord),
     ):
         write_history(history_dir, records, kind)
     on_layer = ", power-loss layer" if power else ""
@@ -194,6 +195,7 @@ def run_once(
             "faults": len(observed.faults),
             "leader_claims": len(observed.history.leaders),
             "deletes": len(observed.history.deletes),
+            "purges": len(observed.history.purges),
         },
         "schedule": [vars(fault) for fault in plan],
         "recovery_s": observed.recovery_s,

@@ -40,6 +40,7 @@ from .workload import (
     create_consumer,
     delete_acked,
     publish_once,
+    purge_acked,
     run_publishers,
 )
 
@@ -150,9 +151,10 @@ async def run_session(
                 late_consumer = str(exc)
 
         try:
-            _, _, done, _ = await asyncio.gather(
+            _, _, _, done, _ = await asyncio.gather(
                 run_publishers(publisher, SUBJECT, workload, log),
                 delete_acked(admin, STREAM, workload, log),
+                purge_acked(admin, STREAM, workload, log),
                 run_schedule(faults, plan, leader, time.monotonic(), seed, first_healed),
                 consumer_after_first_fault() if stream.consumer_after_first_fault else asyncio.sleep(0),
             )
@@ -195,7 +197,7 @@ async def run_session(
             consumer_error,
         )
         stop_sampling.set()
-        history = replace(history, leaders=await sampling, deletes=log.deletes)
+        history = replace(history, leaders=await sampling, deletes=log.deletes, purges=log.purges)
         return Observed(history, done, recovery_s, faults.power_cuts)
     finally:
         stop_sampling.set()

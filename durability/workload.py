@@ -15,7 +15,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import nats.errors
 import nats.js.errors
@@ -24,7 +26,9 @@ from nats.js.api import AckPolicy, ConsumerConfig
 
 from jetcheck.load.pacing import Schedule
 
-from .history import DeleteRecord, DeliveryRecord, PublishRecord
+from .history import DeleteRecord, DeliveryRecord, PublishRecord, PurgeRecord
+
+T = TypeVar("T")
 
 MSG_ID_HEADER = "Nats-Msg-Id"
 RETRY_PAUSE_S = 0.25  # between attempts of a write, so a retry does not hammer a cluster electing a leader
@@ -45,6 +49,7 @@ class WorkloadPlan:
     publish_timeout_s: float = 2.0
     attempts: int = 4  # of a write with an id; a write without one is tried once
     delete_every_s: float = 2.0  # one acknowledged write deleted this often (0: none), to see it never comes back
+    purge_every_s: float = 10.0  # the stream purged below a recent sequence this often (0: never), likewise
 
 
 @dataclass
@@ -55,6 +60,7 @@ class WorkloadLog:
     deliveries: list[DeliveryRecord] = field(default_factory=list)
     consumer_errors: list[str] = field(default_factory=list)
     deletes: list[DeleteRecord] = field(default_factory=list)
+    purges: list[PurgeRecord] = field(default_factory=list)
 
 
 def write_name(publisher: int, number: int) -> str:
@@ -68,17 +74,21 @@ async def publish_once(
     js = nc.jetstream(timeout=timeout_s)
     headers = {MSG_ID_HEADER: msg_id} if msg_id else None
     start = time.time_ns()
-    outcome, seq, duplicate, error = "ok", 0, False, ""
-    try:
-        ack = await js.publish(subject, write.encode(), timeout=timeout_s, headers=headers)
-        seq, duplicate = ack.seq, bool(ack.duplicate)
-    except TimeoutError as exc:  # nats-py's, and asyncio's where nats-py lets its own through
-        outcome, error = "unknown", type(exc).__name__
-    except nats.js.errors.APIError as exc:
-        outcome, error = "error", f"{exc.code}/{exc.err_code} {exc.description}"
-    except nats.errors.Error as exc:
-        outcome, error = "error", type(exc).__name__
+    outcome, error, ack = await _answer(js.publish(subject, write.encode(), timeout=timeout_s, headers=headers))
+    seq, duplicate = (ack.seq, bool(ack.duplicate)) if ack is not None else (0, False)
     return PublishRecord(publisher, write, msg_id, attempt, outcome, seq, duplicate, error, start, time.time_ns())
+
+
+async def _answer(request: Awaitable[T]) -> tuple[str, str, T | None]:
+    """What the server said to one request, as the records put it: (outcome, error, the answer when ok)."""
+    try:
+        return "ok", "", await request
+    except TimeoutError as exc:  # nats-py's, and asyncio's where nats-py lets its own through
+        return "unknown", type(exc).__name__, None
+    except nats.js.errors.APIError as exc:
+        return "error", f"{exc.code}/{exc.err_code} {exc.description}", None
+    except nats.errors.Error as exc:
+        return "error", type(exc).__name__, None
 
 
 async def _publisher(nc: Client, subject: str, publisher: int, with_ids: bool, plan: WorkloadPlan, log: WorkloadLog):
@@ -149,16 +159,26 @@ async def delete_acked(nc: Client, stream: str, plan: WorkloadPlan, log: Workloa
             continue
         tried.add(newest.write)
         start = time.time_ns()
-        outcome, error = "ok", ""
-        try:
-            await nc.jetstream(timeout=plan.publish_timeout_s).delete_msg(stream, newest.seq)
-        except TimeoutError as exc:
-            outcome, error = "unknown", type(exc).__name__
-        except nats.js.errors.APIError as exc:
-            outcome, error = "error", f"{exc.code}/{exc.err_code} {exc.description}"
-        except nats.errors.Error as exc:
-            outcome, error = "error", type(exc).__name__
+        outcome, error, _ = await _answer(nc.jetstream(timeout=plan.publish_timeout_s).delete_msg(stream, newest.seq))
         log.deletes.append(DeleteRecord(newest.write, newest.seq, outcome, error, start, time.time_ns()))
+
+
+async def purge_acked(nc: Client, stream: str, plan: WorkloadPlan, log: WorkloadLog) -> None:
+    """Every `plan.purge_every_s` while the publishers write, purge the stream below the middle of the sequences
+    acknowledged since the last purge (the older half goes; the newer half stays to be judged as any other write),
+    and record what the server said."""
+    if not plan.purge_every_s:
+        return
+    deadline, below = time.monotonic() + plan.duration_s, 0
+    while time.monotonic() + plan.purge_every_s < deadline:
+        await asyncio.sleep(plan.purge_every_s)  # a pace, not a wait for an event
+        since = sorted(p.seq for p in log.publishes if p.outcome == "ok" and p.seq > below and p.publisher >= 0)
+        if len(since) < 2:
+            continue
+        below = since[len(since) // 2]
+        start = time.time_ns()
+        outcome, error, _ = await _answer(nc.jetstream(timeout=plan.publish_timeout_s).purge_stream(stream, seq=below))
+        log.purges.append(PurgeRecord(below, outcome, error, start, time.time_ns()))
 
 
 async def run_publishers(nc: Client, subject: str, plan: WorkloadPlan, log: WorkloadLog) -> None:

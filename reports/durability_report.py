@@ -40,6 +40,7 @@ from jetcheck.durability.history import (
     FaultRecord,
     LeaderClaim,
     PublishRecord,
+    PurgeRecord,
     StoredMessage,
     read_history,
 )
@@ -136,6 +137,7 @@ def read_run(result_set: ResultSet) -> DurabilityRun:
         final.get("consumer_error") or "",
         _history(folder, LeaderClaim),
         _history(folder, DeleteRecord),
+        _history(folder, PurgeRecord),
     )
     findings = check_history(history)
     times = write_times(publishes)

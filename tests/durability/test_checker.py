@@ -9,7 +9,14 @@ import pytest
 from jetcheck.conformance.catalog import rules_checked_by
 from jetcheck.durability import checker as rules
 from jetcheck.durability.checker import History, check_history, summary
-from jetcheck.durability.history import DeleteRecord, DeliveryRecord, LeaderClaim, PublishRecord, StoredMessage
+from jetcheck.durability.history import (
+    DeleteRecord,
+    DeliveryRecord,
+    LeaderClaim,
+    PublishRecord,
+    PurgeRecord,
+    StoredMessage,
+)
 from jetcheck.durability.leaders import leader_claims
 
 NODES = ("n1", "n2", "n3")
@@ -157,6 +164,30 @@ def test_a_deleted_write_gone_everywhere_holds_and_is_no_loss_nor_gap():
     findings = check_history(h)
     assert failing(findings) == {}
     assert findings[rules.DELETED_STAYS].figures == {"deleted": 1, "delete_requests": 2}
+
+
+def test_a_purged_write_served_again_fails_purged_stays_purged():
+    """A purge below seq 3 was acknowledged, yet n3 serves p0-0 (acked at seq 1) after healing: the rule fails,
+    naming the node; the other writes purged with it, absent everywhere, are neither lost nor a gap."""
+    purges = [PurgeRecord(3, "ok")]
+    kept = CLEAN_STREAM[2:]
+    reads = {n: stored(n, kept) for n in NODES} | {"n3": stored("n3", [CLEAN_STREAM[0], *kept])}
+    findings = check_history(history(CLEAN, kept, reads=reads, purges=purges))
+    assert failing(findings) == {rules.PURGED_STAYS: 1, rules.REPLICAS_AGREE: 1}
+    assert findings[rules.PURGED_STAYS].examples == ("p0-0 acked at seq 1, purged below 3, served by n3 at seq 1",)
+    assert findings[rules.PURGED_STAYS].figures == {"purged": 2, "purge_requests": 1, "purged_below": 3}
+
+
+def test_writes_under_a_purge_that_timed_out_are_not_judged_when_absent():
+    """A purge whose answer never came may or may not have happened: the writes under it, absent, fail nothing;
+    none counts as purged, since no purge was acknowledged."""
+    purges = [PurgeRecord(3, "unknown", "TimeoutError")]
+    h = history(CLEAN, CLEAN_STREAM[2:], purges=purges)
+    h = replace(h, node_states={n: {"messages": 2, "first_seq": 3, "last_seq": 4} for n in NODES})
+    findings = check_history(h)
+    assert failing(findings) == {}
+    assert findings[rules.ACKED_SURVIVE].figures["acked"] == 2
+    assert findings[rules.PURGED_STAYS].figures == {"purged": 0, "purge_requests": 1, "purged_below": 0}
 
 
 def test_a_node_that_cannot_be_read_disagrees():
