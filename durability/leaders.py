@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .history import LeaderClaim
@@ -20,6 +21,38 @@ LEADER_STATE = "LEADER"
 # /raftz shows one account's groups: the system account's (the meta group) unless asked for another; the stream's
 # and its consumers' groups are in the account of the run's clients, $G on a cluster without accounts
 ENDPOINTS = ("raftz", "raftz?acc=%24G")
+
+
+@dataclass(frozen=True)
+class LeaderChange:
+    """A group's leadership as the samples first showed it or showed it pass on: `node` leads `group` in `term`,
+    said in a sample answered by `at_ns`."""
+
+    group: str
+    node: str
+    term: int
+    at_ns: int
+
+    @property
+    def kind(self) -> str:
+        """What the group replicates: "meta", "stream" or "consumer" (/raftz's ids: _meta_, S-..., C-...)."""
+        if self.group == "_meta_":
+            return "meta"
+        return {"S": "stream", "C": "consumer"}.get(self.group.partition("-")[0], self.group)
+
+
+def leader_changes(claims: list[LeaderClaim]) -> list[LeaderChange]:
+    """Each group's first leader and every later claim of a newer term or of another node in the same term (the
+    latter is a split-brain, which the checker fails), in the order the samples were answered; a claim of an older
+    term (a deposed leader not yet told) changes nothing."""
+    changes: list[LeaderChange] = []
+    current: dict[str, tuple[int, str]] = {}
+    for claim in sorted(claims, key=lambda c: c.received_ns):
+        held = current.get(claim.group)
+        if held is None or claim.term > held[0] or (claim.term == held[0] and claim.node != held[1]):
+            current[claim.group] = (claim.term, claim.node)
+            changes.append(LeaderChange(claim.group, claim.node, claim.term, claim.received_ns))
+    return changes
 
 
 class Monitored(Protocol):

@@ -44,6 +44,7 @@ from jetcheck.durability.history import (
     StoredMessage,
     read_history,
 )
+from jetcheck.durability.leaders import LeaderChange, leader_changes
 from jetcheck.errors import ConfigError
 from jetcheck.reports.cells import Cell, Table, number
 from jetcheck.reports.conformance_report import redact_text
@@ -61,6 +62,7 @@ ANOMALIES = {
 AFTER_LAST_HEAL = "after the last heal"
 NO_WRITE = "not tied to a write"
 BIN_S = 1.0  # the timeline's rates are per second
+LEADER_KINDS = ("meta", "stream", "consumer")  # the timeline's rows of leader changes, top to bottom
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,7 @@ class DurabilityRun:
     anomalies: dict[str, Counter[str]]  # fault kind (or AFTER_LAST_HEAL, NO_WRITE) -> anomaly -> count
     acked: int
     unknown: int
+    leader_changes: list[LeaderChange]  # from the nodes' /raftz samples; empty for runs before they were taken
 
     @property
     def setting(self) -> tuple[str, str, int]:
@@ -126,6 +129,7 @@ def read_run(result_set: ResultSet) -> DurabilityRun:
     final = info.get("final_read") or {}
     # runs before final_read was recorded: the node that served the most is the best stand-in for the leader
     reference = final.get("reference") or max(sorted(reads), key=lambda node: len(reads[node]), default="")
+    claims = _history(folder, LeaderClaim)
     history = History(
         publishes,
         _history(folder, DeliveryRecord),
@@ -135,7 +139,7 @@ def read_run(result_set: ResultSet) -> DurabilityRun:
         final.get("node_states") or {},
         final.get("stream_error") or "",
         final.get("consumer_error") or "",
-        _history(folder, LeaderClaim),
+        claims,
         _history(folder, DeleteRecord),
         _history(folder, PurgeRecord),
     )
@@ -158,7 +162,15 @@ def read_run(result_set: ResultSet) -> DurabilityRun:
         rates[name] = np.bincount(np.array(at, dtype=np.int64), minlength=bins)[:bins] / BIN_S
     figures = findings[ACKED_SURVIVE].figures
     return DurabilityRun(
-        result_set.label, info, faults, origin, rates, anomalies, figures.get("acked", 0), figures.get("unknown", 0)
+        result_set.label,
+        info,
+        faults,
+        origin,
+        rates,
+        anomalies,
+        figures.get("acked", 0),
+        figures.get("unknown", 0),
+        leader_changes(claims),
     )
 
 
@@ -213,6 +225,16 @@ def schedule_text(run: DurabilityRun) -> str:
     return redact_text("; ".join(parts)) or "no faults"
 
 
+def leaders_text(changes: list[LeaderChange]) -> str:
+    """Per kind of Raft group, how often its leader changed after the first one the samples showed:
+    `meta 0, stream 2, consumer 1`."""
+    if not changes:
+        return "not sampled"
+    per_kind = Counter(change.kind for change in changes)
+    firsts = Counter(kind for kind, _group in {(c.kind, c.group) for c in changes})
+    return ", ".join(f"{kind} {per_kind[kind] - firsts[kind]}" for kind in LEADER_KINDS if kind in per_kind)
+
+
 def _shape(nodes: int, replicas: int) -> str:
     if not nodes:
         return "unknown"
@@ -237,6 +259,7 @@ def run_facts(run: DurabilityRun) -> list[tuple[str, str]]:
             f"{run.acked:,} writes acknowledged, {run.unknown:,} unknown (timed out)",
         ),
         ("schedule", schedule_text(run)),
+        ("leader changes", leaders_text(run.leader_changes)),
     ]
     if "recovery_s" in info:
         facts.append(("recovery", f"{info['recovery_s']} s after the last heal until a write was acknowledged"))
@@ -263,8 +286,8 @@ def _fault_colour(kind: str, taken: int) -> str:
 
 
 def timeline(run: DurabilityRun) -> str:
-    """Acknowledged writes / s above errors and unknowns / s, on one time axis, each fault's interval shaded in both
-    panels and named above the top one (a PNG data URI)."""
+    """Acknowledged writes / s above errors and unknowns / s, above each Raft group's leader changes, on one time
+    axis, each fault's interval shaded in every panel and named above the top one (a PNG data URI)."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
     from matplotlib.transforms import blended_transform_factory
@@ -272,19 +295,22 @@ def timeline(run: DurabilityRun) -> str:
     from jetcheck.reports.charts import PANEL_HEIGHT_IN, WIDTH_IN, _data_uri, _legend_outside
 
     seconds = np.arange(len(run.rates["acked"])) * BIN_S
-    figure, (acked, failed) = plt.subplots(2, 1, figsize=(WIDTH_IN, PANEL_HEIGHT_IN * 2), sharex=True)
+    figure, (acked, failed, leaders) = plt.subplots(
+        3, 1, figsize=(WIDTH_IN, PANEL_HEIGHT_IN * 2.6), sharex=True, height_ratios=(1, 1, 0.6)
+    )
     acked.step(seconds, run.rates["acked"], where="post", color="#1565c0", label="acknowledged")
     failed.step(seconds, run.rates["errors"], where="post", color="#c62828", label="errors")
     failed.step(
         seconds, run.rates["unknown"], where="post", color="#6a1b9a", linestyle="--", label="unknown (timed out)"
     )
+    _leader_changes(leaders, run)
     kinds: dict[str, str] = {}
     above = blended_transform_factory(acked.transData, acked.transAxes)
     for fault in run.faults:
         start, healed = ((at - run.origin_ns) / 1e9 for at in (fault.start_ns, fault.healed_ns))
         others = sum(kind not in FAULT_COLOURS for kind in kinds)
         colour = kinds.setdefault(fault.kind, _fault_colour(fault.kind, others))
-        for axis in (acked, failed):
+        for axis in (acked, failed, leaders):
             axis.axvspan(start, healed, color=colour, alpha=0.15, linewidth=0)
         acked.text(start, 1.02, fault.kind, transform=above, fontsize=8, color=colour, rotation=20, va="bottom")
     for axis, title, unit in (
@@ -299,9 +325,28 @@ def timeline(run: DurabilityRun) -> str:
         if axis is acked:
             handles += [Patch(color=colour, alpha=0.3, label=kind) for kind, colour in kinds.items()]
         _legend_outside(axis, handles)
-    failed.set_xlabel("seconds since the first publish (shaded: a fault, from when it was done until it was healed)")
+    leaders.set_xlabel("seconds since the first publish (shaded: a fault, from when it was done until it was healed)")
     figure.tight_layout()
     return _data_uri(figure)
+
+
+def _leader_changes(axis: Any, run: DurabilityRun) -> None:
+    """One row per kind of Raft group; a mark where a sample first showed a group's leader or a new one, named by
+    the node (its name's last part)."""
+    rows = {kind: n for n, kind in enumerate(reversed(LEADER_KINDS))}
+    for change in run.leader_changes:
+        if change.kind not in rows:
+            continue
+        at, row = (change.at_ns - run.origin_ns) / 1e9, rows[change.kind]
+        axis.plot([at], [row], marker="|", markersize=12, color="#37474f")
+        axis.annotate(change.node.rsplit("-", 1)[-1], (at, row), xytext=(2, 4), textcoords="offset points", fontsize=7)
+    axis.set_yticks(list(rows.values()), list(rows))
+    axis.set_ylim(-0.6, len(rows) - 0.4)
+    axis.grid(alpha=0.3, axis="x")
+    title = "leader changes (each group's first leader, then every new one, from /raftz samples)"
+    if not run.leader_changes:
+        title += ": none sampled in this run"
+    axis.set_title(title, loc="left", fontsize=10, pad=6)
 
 
 # --- the view -----------------------------------------------------------------------------------------------------

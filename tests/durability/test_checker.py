@@ -17,7 +17,7 @@ from jetcheck.durability.history import (
     PurgeRecord,
     StoredMessage,
 )
-from jetcheck.durability.leaders import leader_claims
+from jetcheck.durability.leaders import leader_changes, leader_claims
 
 NODES = ("n1", "n2", "n3")
 
@@ -242,3 +242,18 @@ def test_a_stream_gone_after_healing_fails_availability_and_loses_every_ack():
 def test_the_checker_judges_exactly_the_rules_the_catalog_gives_the_durability_command():
     """Each catalog rule with checked_by = "durability" has a finding, and each finding a catalog rule."""
     assert set(rules_checked_by("durability")) == set(rules.RULES)
+
+
+def test_leader_changes_are_each_groups_first_leader_then_each_newer_term():
+    """A group's first claim is a change, a newer term is one, the same leader again or a stale older term is not;
+    another node in the same term is one (the split-brain the checker fails)."""
+    claims = [
+        claim("n1", 3, 0.0),
+        claim("n1", 3, 1.0),
+        claim("n2", 4, 2.0),
+        claim("n1", 3, 2.5),  # the deposed leader, not yet told
+        claim("n3", 4, 3.0),
+        LeaderClaim("n1", "_meta_", 1, 0, 10),
+    ]
+    changes = [(c.kind, c.node, c.term) for c in leader_changes(claims)]
+    assert changes == [("meta", "n1", 1), ("stream", "n1", 3), ("stream", "n2", 4), ("stream", "n3", 4)]

@@ -58,11 +58,14 @@ def write_durability_run(
     sync_interval: str = "default",
     lost: tuple[str, ...] = LOST_IN_KILL_ALL,
     more_reads: tuple[records.StoredMessage, ...] = (),
+    sampled_leaders: bool = True,
 ) -> Path:
     """A 30 s run with a kill of every node at 10-12 s and a pause of the leader at 20-22 s: one write a second
     acknowledged; the three acknowledged at 9.5, 10.5 and 11.5 s are absent from every node (lost to the kill-all),
     those acknowledged during the pause are all there; one write timed out and one got an error during the kill.
-    `lost` replaces the writes absent from every node; `more_reads` are messages some nodes serve besides."""
+    `lost` replaces the writes absent from every node; `more_reads` are messages some nodes serve besides. The
+    stream's leader, sampled every second, is n1 (term 1), then n2 (term 2) after the kill, then n3 (term 3) after
+    the pause; n1 leads the meta group throughout (none of it written unless `sampled_leaders`)."""
     publishes = [ok(f"p0-{n}", n + 1, n + 0.5) for n in range(30)]
     publishes += [failed("p1-0", "unknown", 11.0), failed("p1-1", "error", 11.2)]
     stored = [p for p in publishes if p.outcome == "ok" and p.write not in lost]
@@ -85,6 +88,15 @@ def write_durability_run(
     write_history(history, deliveries, records.DeliveryRecord)
     write_history(history, reads, records.StoredMessage)
     write_history(history, faults, records.FaultRecord)
+    if sampled_leaders:
+        stream_leader = {0: ("n1", 1), 13: ("n2", 2), 23: ("n3", 3)}
+        claims, leader = [], stream_leader[0]
+        for second in range(30):
+            leader = stream_leader.get(second, leader)
+            at = T0 + second * S
+            claims += [records.LeaderClaim("n1", "_meta_", 1, at, at + S // 10)]
+            claims += [records.LeaderClaim(leader[0], "S-R3F-abc", leader[1], at, at + S // 10)]
+        write_history(history, claims, records.LeaderClaim)
     # the rules' own results are the durability command's (tests/durability); the section reads history/ and run.json
     results = sample_results(server_version=version, rules=4, failing=())
     write_certify_run(folder, results)  # results.jsonl; run.json is the durability command's, below
@@ -234,6 +246,17 @@ def test_a_report_of_a_durability_run_has_the_section_with_its_table_and_timelin
     assert SECRET not in html and SECRET not in markdown
     section = html.split('<section id="durability">', 1)[1]
     assert "&lt;b&gt;leader&lt;/b&gt; via nats://" in section and "<b>" not in section
+
+
+@pytest.mark.parametrize(("sampled", "said"), [(True, "meta 0, stream 2"), (False, "not sampled")])
+def test_a_durability_runs_facts_count_the_leader_changes_per_kind_of_group(tmp_path, sampled, said):
+    """The run's facts say how often each kind of Raft group changed leader after its first, from the /raftz
+    samples (the timeline marks each change); a run without samples says so."""
+    build_report([str(write_durability_run(tmp_path / "run", sampled_leaders=sampled))], out=tmp_path / "report")
+    document = _Document()
+    document.feed((tmp_path / "report" / "index.html").read_text(encoding="utf-8"))
+    facts = {row[0]: row[1] for row in document.cells if len(row) == 2}
+    assert facts["leader changes"] == said
 
 
 def test_what_was_tested_gives_a_durability_runs_cluster_its_node_count(tmp_path):
