@@ -14,9 +14,11 @@ What counts:
   id is published once, so a second copy of it is a message nobody wrote.
 - A write whose deletion the server acknowledged must be absent from every replica after healing. A write with any
   delete request (acknowledged, refused or timed out) is not judged lost, undelivered or a gap when absent.
-- Likewise a purge below sequence N: a write acknowledged at a sequence under N of a purge the server acknowledged
-  must be absent from every replica after healing; one under N of any purge request is not judged lost,
-  undelivered or a gap when absent.
+- Likewise a purge of one publisher's writes below sequence N (filtered on the subject it alone writes to): its
+  writes acknowledged under N of a purge the server acknowledged must be absent from every replica after healing;
+  those under N of a purge acknowledged or timed out are not judged lost or undelivered when absent, and no
+  sequence under N is judged a gap (the purged writes are spread among the others'). A refused purge purged
+  nothing: its writes are judged as any other.
 - A Raft group has at most one leader per term (Raft's election safety): two nodes that each said, in their own
   `/raftz` samples, that they lead the same group in the same term are a split-brain, whenever they said it. Two
   leaders of one group in different terms whose sample windows overlap are not: an old leader that has not yet heard
@@ -131,9 +133,11 @@ def check_history(history: History) -> dict[str, Finding]:
     for record in history.publishes:
         attempts[record.write].append(record)
     ever_acked = {w: oks for w, tries in attempts.items() if (oks := [a for a in tries if a.outcome == "ok"])}
-    purged_below = max((p.below_seq for p in history.purges), default=0)  # of any purge request
+    # a purge the server refused purged nothing: the writes under it are judged as any other
+    maybe_purged = [p for p in history.purges if p.outcome != "error"]
+    purged_below = max((p.below_seq for p in maybe_purged), default=0)
     touched = {d.write for d in history.deletes}  # absent, undelivered or a gap are all fine for these
-    touched |= {w for w, oks in ever_acked.items() if any(0 < a.seq < purged_below for a in oks)}
+    touched.update(_under_purges(ever_acked, maybe_purged))
     acked = {w: oks for w, oks in ever_acked.items() if w not in touched}
     unknown = {w for w, tries in attempts.items() if w not in acked and any(a.outcome == "unknown" for a in tries)}
     failed = {w for w in attempts if w not in acked and w not in unknown}
@@ -238,17 +242,29 @@ def _deleted_stay_deleted(history: History) -> Finding:
     return tally.finding(DELETED_STAYS, deleted=len(deleted), delete_requests=len(history.deletes))
 
 
+def _under_purges(acked: dict[str, list[PublishRecord]], purges: list[PurgeRecord]) -> dict[str, tuple[int, int]]:
+    """The writes of each purge's publisher acknowledged below its sequence: write -> (acked seq, purged below)."""
+    below: dict[int, int] = {}
+    for purge in purges:
+        below[purge.publisher] = max(below.get(purge.publisher, 0), purge.below_seq)
+    under = {}
+    for write, oks in acked.items():
+        limit = below.get(oks[0].publisher, 0)
+        if 0 < (seq := min(a.seq or limit for a in oks)) < limit:
+            under[write] = (seq, limit)
+    return under
+
+
 def _purged_stay_purged(history: History, acked: dict[str, list[PublishRecord]]) -> Finding:
     """Every write acknowledged below an acknowledged purge's sequence, looked for on every replica read."""
     tally = _Tally()
-    below = max((p.below_seq for p in history.purges if p.outcome == "ok"), default=0)
-    purged = {w: seq for w, oks in acked.items() if 0 < (seq := min(a.seq or below for a in oks)) < below}
+    purged = _under_purges(acked, [p for p in history.purges if p.outcome == "ok"])
     for node, messages in sorted(history.reads.items()):
         for message in messages:
-            if (acked_seq := purged.get(message.write)) is not None:
-                said = f"{message.write} acked at seq {acked_seq}, purged below {below}, served by {node} at seq "
+            if (under := purged.get(message.write)) is not None:
+                said = f"{message.write} acked at seq {under[0]}, purged below {under[1]}, served by {node} at seq "
                 tally.add(f"{said}{message.seq}", message.write)
-    return tally.finding(PURGED_STAYS, purged=len(purged), purge_requests=len(history.purges), purged_below=below)
+    return tally.finding(PURGED_STAYS, purged=len(purged), purge_requests=len(history.purges))
 
 
 def _split_brain(claims: list[LeaderClaim]) -> Finding:

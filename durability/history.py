@@ -83,9 +83,11 @@ class DeleteRecord:
 
 @dataclass(frozen=True)
 class PurgeRecord:
-    """One request to purge the stream below a sequence: every message with a smaller sequence is to go."""
+    """One request to purge one publisher's writes below a sequence (a purge filtered on the subject it alone
+    writes to): every one of them with a smaller sequence is to go."""
 
     below_seq: int
+    publisher: int
     outcome: str  # one of PUBLISH_OUTCOMES: ok (the server said it purged), error, unknown (timed out)
     error: str = ""
     start_ns: int = 0

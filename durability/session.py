@@ -41,6 +41,7 @@ from .workload import (
     delete_acked,
     publish_once,
     purge_acked,
+    purged_subject,
     run_publishers,
 )
 
@@ -112,7 +113,7 @@ async def run_session(
         ours = True  # whatever stream of that name is there from now on is this run's
         config = StreamConfig(
             name=STREAM,
-            subjects=[SUBJECT],
+            subjects=[SUBJECT, purged_subject(SUBJECT)],
             num_replicas=stream.replicas or len(nodes),
             storage=StorageType.FILE,
             duplicate_window=DUPLICATE_WINDOW_S,
@@ -154,7 +155,7 @@ async def run_session(
             _, _, _, done, _ = await asyncio.gather(
                 run_publishers(publisher, SUBJECT, workload, log),
                 delete_acked(admin, STREAM, workload, log),
-                purge_acked(admin, STREAM, workload, log),
+                purge_acked(admin, STREAM, SUBJECT, workload, log),
                 run_schedule(faults, plan, leader, time.monotonic(), seed, first_healed),
                 consumer_after_first_fault() if stream.consumer_after_first_fault else asyncio.sleep(0),
             )

@@ -49,7 +49,18 @@ class WorkloadPlan:
     publish_timeout_s: float = 2.0
     attempts: int = 4  # of a write with an id; a write without one is tried once
     delete_every_s: float = 2.0  # one acknowledged write deleted this often (0: none), to see it never comes back
-    purge_every_s: float = 10.0  # the stream purged below a recent sequence this often (0: never), likewise
+    purge_every_s: float = 10.0  # the purged publisher's writes purged below a recent sequence this often (0: never)
+
+    @property
+    def purged_publisher(self) -> int:
+        """The publisher whose writes go to a subject of their own, which the workload purges: the last one."""
+        return self.publishers_with_ids + self.publishers_without_ids - 1
+
+
+def purged_subject(subject: str) -> str:
+    """Where the purged publisher writes: beside `subject`, so that a purge filtered on it leaves the others' writes
+    whole for the other rules to judge."""
+    return f"{subject}.purged"
 
 
 @dataclass
@@ -163,27 +174,35 @@ async def delete_acked(nc: Client, stream: str, plan: WorkloadPlan, log: Workloa
         log.deletes.append(DeleteRecord(newest.write, newest.seq, outcome, error, start, time.time_ns()))
 
 
-async def purge_acked(nc: Client, stream: str, plan: WorkloadPlan, log: WorkloadLog) -> None:
-    """Every `plan.purge_every_s` while the publishers write, purge the stream below the middle of the sequences
-    acknowledged since the last purge (the older half goes; the newer half stays to be judged as any other write),
-    and record what the server said."""
+async def purge_acked(nc: Client, stream: str, subject: str, plan: WorkloadPlan, log: WorkloadLog) -> None:
+    """Every `plan.purge_every_s` while the publishers write, purge the purged publisher's subject below the middle
+    of the sequences acknowledged to it since the last purge (the older half goes; the newer half stays to be
+    judged as any other write), and record what the server said."""
     if not plan.purge_every_s:
         return
-    deadline, below = time.monotonic() + plan.duration_s, 0
+    deadline, below, publisher = time.monotonic() + plan.duration_s, 0, plan.purged_publisher
     while time.monotonic() + plan.purge_every_s < deadline:
         await asyncio.sleep(plan.purge_every_s)  # a pace, not a wait for an event
-        since = sorted(p.seq for p in log.publishes if p.outcome == "ok" and p.seq > below and p.publisher >= 0)
+        since = sorted(p.seq for p in log.publishes if p.outcome == "ok" and p.seq > below and p.publisher == publisher)
         if len(since) < 2:
             continue
         below = since[len(since) // 2]
         start = time.time_ns()
-        outcome, error, _ = await _answer(nc.jetstream(timeout=plan.publish_timeout_s).purge_stream(stream, seq=below))
-        log.purges.append(PurgeRecord(below, outcome, error, start, time.time_ns()))
+        js = nc.jetstream(timeout=plan.publish_timeout_s)
+        outcome, error, _ = await _answer(js.purge_stream(stream, seq=below, subject=purged_subject(subject)))
+        log.purges.append(PurgeRecord(below, publisher, outcome, error, start, time.time_ns()))
 
 
 async def run_publishers(nc: Client, subject: str, plan: WorkloadPlan, log: WorkloadLog) -> None:
     publishers = [
-        _publisher(nc, subject, number, number < plan.publishers_with_ids, plan, log)
+        _publisher(
+            nc,
+            purged_subject(subject) if number == plan.purged_publisher and plan.purge_every_s else subject,
+            number,
+            number < plan.publishers_with_ids,
+            plan,
+            log,
+        )
         for number in range(plan.publishers_with_ids + plan.publishers_without_ids)
     ]
     await asyncio.gather(*publishers)

@@ -22,12 +22,17 @@ from jetcheck.durability.leaders import leader_changes, leader_claims
 NODES = ("n1", "n2", "n3")
 
 
-def acked(write: str, seq: int, msg_id: str = "", publisher: int = 0) -> PublishRecord:
-    return PublishRecord(publisher, write, msg_id, 1, "ok", seq)
+def publisher_of(write: str) -> int:
+    """p<publisher>-<n>'s publisher, as the workload numbers them."""
+    return int(write[1:].partition("-")[0])
 
 
-def timed_out(write: str, msg_id: str = "", publisher: int = 0) -> PublishRecord:
-    return PublishRecord(publisher, write, msg_id, 1, "unknown", error="TimeoutError")
+def acked(write: str, seq: int, msg_id: str = "") -> PublishRecord:
+    return PublishRecord(publisher_of(write), write, msg_id, 1, "ok", seq)
+
+
+def timed_out(write: str, msg_id: str = "") -> PublishRecord:
+    return PublishRecord(publisher_of(write), write, msg_id, 1, "unknown", error="TimeoutError")
 
 
 def stored(node: str, pairs: list[tuple[int, str]]) -> list[StoredMessage]:
@@ -167,27 +172,32 @@ def test_a_deleted_write_gone_everywhere_holds_and_is_no_loss_nor_gap():
 
 
 def test_a_purged_write_served_again_fails_purged_stays_purged():
-    """A purge below seq 3 was acknowledged, yet n3 serves p0-0 (acked at seq 1) after healing: the rule fails,
-    naming the node; the other writes purged with it, absent everywhere, are neither lost nor a gap."""
-    purges = [PurgeRecord(3, "ok")]
-    kept = CLEAN_STREAM[2:]
-    reads = {n: stored(n, kept) for n in NODES} | {"n3": stored("n3", [CLEAN_STREAM[0], *kept])}
+    """A purge of p0's writes below seq 4 was acknowledged, yet n3 serves p0-0 (acked at seq 1) after healing: the
+    rule fails, naming the node; p0-1 (seq 3), absent everywhere, is neither lost nor a gap, and p1-0 (seq 2), not
+    p0's, is judged as any other."""
+    purges = [PurgeRecord(4, 0, "ok")]
+    kept = [(2, "p1-0"), (4, "p1-1")]
+    reads = {n: stored(n, kept) for n in NODES} | {"n3": stored("n3", [(1, "p0-0"), *kept])}
     findings = check_history(history(CLEAN, kept, reads=reads, purges=purges))
     assert failing(findings) == {rules.PURGED_STAYS: 1, rules.REPLICAS_AGREE: 1}
-    assert findings[rules.PURGED_STAYS].examples == ("p0-0 acked at seq 1, purged below 3, served by n3 at seq 1",)
-    assert findings[rules.PURGED_STAYS].figures == {"purged": 2, "purge_requests": 1, "purged_below": 3}
-
-
-def test_writes_under_a_purge_that_timed_out_are_not_judged_when_absent():
-    """A purge whose answer never came may or may not have happened: the writes under it, absent, fail nothing;
-    none counts as purged, since no purge was acknowledged."""
-    purges = [PurgeRecord(3, "unknown", "TimeoutError")]
-    h = history(CLEAN, CLEAN_STREAM[2:], purges=purges)
-    h = replace(h, node_states={n: {"messages": 2, "first_seq": 3, "last_seq": 4} for n in NODES})
-    findings = check_history(h)
-    assert failing(findings) == {}
+    assert findings[rules.PURGED_STAYS].examples == ("p0-0 acked at seq 1, purged below 4, served by n3 at seq 1",)
+    assert findings[rules.PURGED_STAYS].figures == {"purged": 2, "purge_requests": 1}
     assert findings[rules.ACKED_SURVIVE].figures["acked"] == 2
-    assert findings[rules.PURGED_STAYS].figures == {"purged": 0, "purge_requests": 1, "purged_below": 0}
+
+
+@pytest.mark.parametrize(
+    ("outcome", "error", "lost"), [("unknown", "TimeoutError", 0), ("error", "404/10059 stream not found", 2)]
+)
+def test_writes_under_a_purge_not_acknowledged(outcome, error, lost):
+    """A purge whose answer never came may or may not have happened: p0's writes under it, absent, fail nothing.
+    One the server refused purged nothing: they are lost. Neither counts a write as purged."""
+    purges = [PurgeRecord(4, 0, outcome, error)]
+    kept = [(2, "p1-0"), (4, "p1-1")]
+    h = history(CLEAN, kept, purges=purges)
+    h = replace(h, node_states={n: {"messages": 2, "first_seq": 2, "last_seq": 4} for n in NODES})
+    findings = check_history(h)
+    assert findings[rules.ACKED_SURVIVE].count == lost
+    assert findings[rules.PURGED_STAYS].figures == {"purged": 0, "purge_requests": 1}
 
 
 def test_a_node_that_cannot_be_read_disagrees():
