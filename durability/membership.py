@@ -164,6 +164,17 @@ class Membership:
         else:
             self.said.append(f"joined again as {joined}; {where} {took:.1f} s later")
 
+    async def meta_leader(self) -> str | None:
+        """The JetStream meta group's leader as the first running node's /jsz names it (None: no answer, no leader)."""
+        for node in self.nodes:
+            if node.running and not node.paused:
+                try:
+                    jsz = await asyncio.to_thread(node.monitor, "jsz")
+                except (OSError, ValueError):
+                    continue
+                return (jsz.get("meta_cluster") or {}).get("leader") or None
+        return None
+
     async def stream_peers(self) -> list[str]:
         """The stream's leader and replicas as its info names them (empty when no node answers)."""
         for node in self.nodes:

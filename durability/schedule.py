@@ -106,10 +106,14 @@ class MemberChange:
     killed_first: tuple[int, ...]
 
 
-def draw_member_change(kind: str, seed: int, index: int, size: int, leader: int | None) -> MemberChange:
+def draw_member_change(
+    kind: str, seed: int, index: int, size: int, leader: int | None, meta_leader: int | None = None
+) -> MemberChange:
     """The `index`-th fault's membership change on `size` nodes whose stream leader is `leader` (None: unknown, the
     first node stands in), from a draw of its own (every other schedule's draws stay as they were): the leader or a
-    follower, half and half; for member-cycle-kill-minority, also (size - 1) // 2 of the other nodes."""
+    follower, half and half; for member-cycle-kill-minority, also (size - 1) // 2 of the other nodes, never the meta
+    group's leader `meta_leader`: it stays up to take the removal while a minority of the meta group is down, the
+    state in which #7545's removals went wrong (a leader acting on one without quorum, nats-io/nats-server#7561)."""
     rng = random.Random(f"{seed}-{index}-member")
     lead = leader if leader is not None else 0
     followers = [i for i in range(size) if i != lead]
@@ -117,7 +121,7 @@ def draw_member_change(kind: str, seed: int, index: int, size: int, leader: int 
         removed, role = lead, "leader"
     else:
         removed, role = rng.choice(followers), "follower"
-    others = [i for i in range(size) if i != removed]
+    others = [i for i in range(size) if i not in (removed, meta_leader)]
     killed = tuple(sorted(rng.sample(others, (size - 1) // 2))) if kind.endswith("-kill-minority") else ()
     return MemberChange(removed, role, killed)
 
@@ -142,7 +146,9 @@ async def run_schedule(
         await asyncio.sleep(max(0.0, started + fault.at_s - time.monotonic()))
         if fault.kind in MEMBER_FAULTS:
             name = await leader()
-            change = draw_member_change(fault.kind, seed, index, len(faults.nodes), faults.index_of(name or ""))
+            meta = await faults.members.meta_leader() if faults.members is not None else None
+            found, meta_found = faults.index_of(name or ""), faults.index_of(meta or "")
+            change = draw_member_change(fault.kind, seed, index, len(faults.nodes), found, meta_found)
             targets = [change.removed, *change.killed_first]
             detail = ""
         elif fault.kind.endswith("-leader"):
@@ -179,6 +185,7 @@ async def run_schedule(
             killed = ", ".join(faults.nodes[i].name for i in change.killed_first)
             removal = await faults.remove_member(change.removed)
             detail = f"{change.role} {removal}" + (f"; killed just before: {killed}" if killed else "")
+            detail += f"; meta leader {meta or 'unknown'}"
         elif fault.kind in POWER_FAULTS:
             dropped = await asyncio.to_thread(faults.power_cut, targets)
             detail = "; ".join(

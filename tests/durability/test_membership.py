@@ -37,11 +37,12 @@ def test_the_removed_node_is_the_leader_or_a_follower_drawn_from_the_seed():
 
 @pytest.mark.parametrize("size", [3, 5])
 def test_kill_minority_kills_a_minority_of_the_other_nodes_before_the_removal(size):
-    """member-cycle-kill-minority kills (size - 1) // 2 nodes, never the one it removes."""
+    """member-cycle-kill-minority kills (size - 1) // 2 nodes, never the one it removes nor the meta leader."""
     for seed in range(30):
-        change = draw_member_change("member-cycle-kill-minority", seed, 2, size, leader=seed % size)
+        meta = (seed + 1) % size
+        change = draw_member_change("member-cycle-kill-minority", seed, 2, size, leader=seed % size, meta_leader=meta)
         assert len(change.killed_first) == (size - 1) // 2
-        assert change.removed not in change.killed_first
+        assert change.removed not in change.killed_first and meta not in change.killed_first
 
 
 def test_member_faults_are_asked_for_by_name_and_drawn_like_any_kind():
@@ -79,6 +80,9 @@ class FakeMembership:
         self.faults = faults
         self.said: list[str] = []
 
+    async def meta_leader(self) -> str:
+        return "n4"
+
     async def rejoin(self) -> None:
         for index in self.faults.removed:
             self.faults.nodes[index].name += "-r1"
@@ -114,7 +118,7 @@ def test_the_record_names_the_nodes_as_they_were_and_says_what_was_removed_and_h
     returns renamed), its detail the role, the servers' answers, the kills and the return."""
     faults = FakeFaults(5)
     fault = PlannedFault(0.0, "member-cycle-kill-minority", 0.0, (0, 1))
-    change = draw_member_change(fault.kind, 11, 0, 5, 3)
+    change = draw_member_change(fault.kind, 11, 0, 5, 3, 4)
 
     async def leader() -> str:
         return "n3"
@@ -126,7 +130,7 @@ def test_the_record_names_the_nodes_as_they_were_and_says_what_was_removed_and_h
     killed = ", ".join(f"n{i}" for i in change.killed_first)
     assert record.detail == (
         f"{change.role} {removed} killed; SERVER.REMOVE via n0: success; killed just before: {killed}; "
-        f"joined again as {removed}-r1"
+        f"meta leader n4; joined again as {removed}-r1"
     )
 
 
@@ -151,7 +155,8 @@ def test_a_short_run_with_a_member_removed_and_back_judges_every_rule(tmp_path, 
     assert code == 0, printed.out + printed.err
     [fault] = read_history(out / HISTORY_DIR, FaultRecord)
     [removed] = fault.nodes
-    assert re.search(r"SERVER\.REMOVE via jetcheck-n\d: success; stream peers then ([^;]+);", fault.detail), fault
+    assert re.search(r"SERVER\.REMOVE via jetcheck-n\d: success; stream peers then ([^;]+); meta leader jetcheck-n\d;",
+                     fault.detail), fault  # fmt: skip
     during = re.search(r"stream peers then ([^;]+);", fault.detail).group(1).split(", ")  # type: ignore[union-attr]
     assert removed not in during and len(during) == 2, fault.detail
     after = re.search(r"joined again as ([^;]+); stream peers ([^;]+) [\d.]+ s later$", fault.detail)
