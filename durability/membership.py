@@ -39,6 +39,7 @@ accounts {{
 system_account: SYS
 no_auth_user: jetcheck
 """
+SYSTEM_CREDENTIALS = Credentials(user=SYSTEM_USER, password=_SYSTEM_PASSWORD)  # peer removal is asked as this user
 API_TIMEOUT_S = 5.0
 GONE_TIMEOUT_S = 5.0  # for the stream's info to stop naming the removed node (it may have no quorum to answer)
 PLACED_TIMEOUT_S = 30.0  # for the meta leader to put the stream's missing replica on the node that joined again
@@ -95,7 +96,7 @@ class Membership:
     async def _ask(self, subject: str, payload: dict, system: bool) -> tuple[bool, str]:
         """Send a JetStream API request through the first running node (the system account's user when `system`);
         success and the answer, `via` the node that took it."""
-        credentials = Credentials(user=SYSTEM_USER, password=_SYSTEM_PASSWORD) if system else Credentials()
+        credentials = SYSTEM_CREDENTIALS if system else Credentials()
         last = "no node running to ask"
         for node in self.nodes:
             if not node.running or node.paused:
