@@ -19,6 +19,7 @@ from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.process import NatsServerProcess
 from jetcheck.fixtures.relay import Link, RouteMesh
 
+from .membership import Membership
 from .packet_loss import PacketLoss
 from .power_loss import PowerLossDisks
 
@@ -36,11 +37,13 @@ class ClusterFaults:
         links: RouteMesh | None = None,
         loss: PacketLoss | None = None,
         disks: PowerLossDisks | None = None,
+        members: Membership | None = None,
     ) -> None:
         self.nodes = nodes
         self.links = links
         self.loss = loss  # for the lossy-* faults: the run's own network namespace
         self.disks = disks  # for the power-cut-* faults: each node's store on the power-loss layer
+        self.members = members  # for the member-* faults: peer removal through the API, and the return
         self.killed: set[int] = set()
         self.paused: set[int] = set()
         self.cut_off: set[int] = set()  # nodes with a cut, stalled, slowed or lossy link
@@ -94,6 +97,14 @@ class ClusterFaults:
         self.power_cuts += [{"node": self.nodes[i].name, **lost} for i, lost in zip(indices, dropped, strict=True)]
         return dropped
 
+    async def remove_member(self, index: int) -> str:
+        """kill -9 node `index`, wipe its store and peer-remove it (durability.membership); what the servers said.
+        `heal_all` brings it back as a new server."""
+        if self.members is None:
+            raise TargetError("a membership change needs a cluster with a system account (durability.membership)")
+        self.kill([index])
+        return await self.members.remove(index)
+
     def pause(self, indices: list[int]) -> None:
         for i in indices:
             self.nodes[i].pause()
@@ -102,8 +113,10 @@ class ClusterFaults:
     async def heal_all(self) -> None:
         """Reconnect every link, continue every paused node, start every killed one, and wait until each says it
         is healthy (a TargetError if one exits or is not healthy in time). Awaited rather than blocking, so an
-        interrupt reaches the run at once and its cleanup stops every node."""
-        hurt = sorted(self.paused | self.killed | self.cut_off)
+        interrupt reaches the run at once and its cleanup stops every node. A peer-removed node starts last, under
+        a fresh name once the others are up, and is waited for until the stream has a replica on it again."""
+        removed = set(self.members.removed) if self.members is not None else set()
+        hurt = sorted((self.paused | self.killed | self.cut_off) - removed)
         if self.loss is not None:
             self.dropped = await asyncio.to_thread(self.loss.heal)
         if self.links is not None:
@@ -111,12 +124,19 @@ class ClusterFaults:
         self.cut_off.clear()
         for i in sorted(self.paused):
             self.nodes[i].resume()
-        for i in sorted(self.killed):
+        for i in sorted(self.killed - removed):
             self.nodes[i].launch()
         self.paused.clear()
         self.killed.clear()
         for i in hurt:
             await wait_healthy(self.nodes[i], NODE_READY_TIMEOUT_S)
+        if removed and self.members is not None:
+            await self.members.rename_removed()
+            for i in sorted(removed):
+                self.nodes[i].launch()
+            for i in sorted(removed):
+                await wait_healthy(self.nodes[i], NODE_READY_TIMEOUT_S)
+            await self.members.await_placed()
 
 
 async def wait_healthy(node: NatsServerProcess, timeout_s: float) -> None:

@@ -122,6 +122,22 @@ PROFILES: dict[str, Profile] = {
         sync_intervals=("default", "always"),
         seeds=2,
     ),
+    # nats-io/nats-server#7545: acknowledged writes lost when kills and a peer removal come in quick succession
+    # (Jepsen's membership nemesis: the node killed, its store wiped, `nats server raft peer-remove`, back under a
+    # fresh name); here those removals, alone and right after kill -9 of a minority, beside kills of a minority
+    # and of every node, on 5 nodes with an R5 stream as Jepsen ran it
+    "membership-change": Profile(
+        finding="acknowledged writes lost under membership changes (peer remove, a node back as a new server) "
+        "beside kills (2.12.1)",
+        issue=f"{ISSUES}7545",
+        versions=("2.12.1", "2.15.1"),
+        reproduced_by=(ACKED_SURVIVE, REPLICAS_AGREE),
+        faults=("member-cycle-kill-minority", "member-cycle", "kill-minority", "kill-all"),
+        duration_s=50.0,
+        nodes=5,
+        replicas=5,
+        seeds=3,  # two releases: ~75 s a seed
+    ),
 }
 # every profile of the table above, in one command: Jepsen's table of findings, measured
 PROFILES["jepsen"] = Profile(

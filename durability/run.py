@@ -18,7 +18,7 @@ from pathlib import Path
 from jetcheck import __version__
 from jetcheck.conformance.catalog import rules_checked_by
 from jetcheck.errors import ConfigError
-from jetcheck.fault_kinds import NETWORK_FAULTS, POWER_FAULTS
+from jetcheck.fault_kinds import MEMBER_FAULTS, NETWORK_FAULTS, POWER_FAULTS
 from jetcheck.fixtures.binaries import wheel_binary
 from jetcheck.fixtures.providers import ClusterProvider
 from jetcheck.records import RESULTS_FILE, RUN_FILE, CheckResult, utc_now, write_results
@@ -28,6 +28,7 @@ from . import history as kinds
 from .checker import Finding, check_history, summary
 from .described_cluster import DescribedClusterProvider
 from .history import HISTORY_DIR, write_history
+from .membership import CLUSTER_CONFIG as MEMBERSHIP_CONFIG
 from .power_loss import PowerLossDisks
 from .power_loss import what_is_missing as power_loss_missing
 from .schedule import describe, plan_faults
@@ -59,8 +60,17 @@ def _provider(args: argparse.Namespace, partitionable: bool) -> ClusterProvider 
             raise ConfigError(f"{provider.path}: the pause-* faults need pause and resume commands for every node")
         return provider
     binary = wheel_binary(args.server_version, Path(args.server_cache) if args.server_cache else None)
+    return ClusterProvider(binary, size=args.nodes, config=cluster_config(args), partitionable=partitionable)
+
+
+def cluster_config(args: argparse.Namespace) -> str:
+    """The nats-server configuration text of every node of jetcheck's own cluster: sync_interval always when asked
+    for, and a system account when a member-* fault will ask for peer removals (other runs' clusters stay as they
+    were)."""
     config = SYNC_ALWAYS if args.sync_interval == "always" else ""
-    return ClusterProvider(binary, size=args.nodes, config=config, partitionable=partitionable)
+    if any(kind in MEMBER_FAULTS for kind in args.faults):
+        config += MEMBERSHIP_CONFIG
+    return config
 
 
 def wants_power_loss_layer(args: argparse.Namespace) -> bool:

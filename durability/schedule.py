@@ -18,7 +18,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from jetcheck.fault_kinds import DISK_FAULTS, HOLD_S, LOSS_FAULTS, NETWORK_FAULTS, POWER_FAULTS
+from jetcheck.fault_kinds import DISK_FAULTS, HOLD_S, LOSS_FAULTS, MEMBER_FAULTS, NETWORK_FAULTS, POWER_FAULTS
 from jetcheck.fixtures.process import NatsServerProcess
 from jetcheck.fixtures.relay import Link
 
@@ -96,6 +96,36 @@ def describe_cut(node: str, dropped: dict) -> str:
     return f"{node}: {dropped['bytes']:,} unsynced bytes dropped ({dropped['files']} files, {dropped['pages']} pages)"
 
 
+@dataclass(frozen=True)
+class MemberChange:
+    """Who a member-* fault hits: the node removed (the stream's leader or a follower) and the nodes killed just
+    before (a minority of the others, for member-cycle-kill-minority)."""
+
+    removed: int
+    role: str  # "leader" or "follower"
+    killed_first: tuple[int, ...]
+
+
+def draw_member_change(
+    kind: str, seed: int, index: int, size: int, leader: int | None, meta_leader: int | None = None
+) -> MemberChange:
+    """The `index`-th fault's membership change on `size` nodes whose stream leader is `leader` (None: unknown, the
+    first node stands in), from a draw of its own (every other schedule's draws stay as they were): the leader or a
+    follower, half and half; for member-cycle-kill-minority, also (size - 1) // 2 of the other nodes, never the meta
+    group's leader `meta_leader`: it stays up to take the removal while a minority of the meta group is down, the
+    state in which #7545's removals went wrong (a leader acting on one without quorum, nats-io/nats-server#7561)."""
+    rng = random.Random(f"{seed}-{index}-member")
+    lead = leader if leader is not None else 0
+    followers = [i for i in range(size) if i != lead]
+    if rng.random() < 0.5 or not followers:
+        removed, role = lead, "leader"
+    else:
+        removed, role = rng.choice(followers), "follower"
+    others = [i for i in range(size) if i not in (removed, meta_leader)]
+    killed = tuple(sorted(rng.sample(others, (size - 1) // 2))) if kind.endswith("-kill-minority") else ()
+    return MemberChange(removed, role, killed)
+
+
 def describe_links(links: list[Link], nodes: list[NatsServerProcess]) -> str:
     return ", ".join(f"{nodes[i].name}-{nodes[j].name}" for i, j in links)
 
@@ -114,7 +144,14 @@ async def run_schedule(
     done = []
     for index, fault in enumerate(plan):
         await asyncio.sleep(max(0.0, started + fault.at_s - time.monotonic()))
-        if fault.kind.endswith("-leader"):
+        if fault.kind in MEMBER_FAULTS:
+            name = await leader()
+            meta = await faults.members.meta_leader() if faults.members is not None else None
+            found, meta_found = faults.index_of(name or ""), faults.index_of(meta or "")
+            change = draw_member_change(fault.kind, seed, index, len(faults.nodes), found, meta_found)
+            targets = [change.removed, *change.killed_first]
+            detail = ""
+        elif fault.kind.endswith("-leader"):
             name = await leader()
             found = faults.index_of(name) if name else None
             targets = [found if found is not None else 0]
@@ -142,6 +179,13 @@ async def run_schedule(
                 bridge = set(range(len(faults.nodes))) - set(targets) - {j for _, j in links}
                 said = f"bridge {', '.join(faults.nodes[i].name for i in sorted(bridge))}; {said}"
             detail = f"{detail}; {said}" if detail else said
+        elif fault.kind in MEMBER_FAULTS:
+            # kills first, then the removal, in quick succession as #7545's run did them
+            faults.kill(list(change.killed_first))
+            killed = ", ".join(faults.nodes[i].name for i in change.killed_first)
+            removal = await faults.remove_member(change.removed)
+            detail = f"{change.role} {removal}" + (f"; killed just before: {killed}" if killed else "")
+            detail += f"; meta leader {meta or 'unknown'}"
         elif fault.kind in POWER_FAULTS:
             dropped = await asyncio.to_thread(faults.power_cut, targets)
             detail = "; ".join(
@@ -154,11 +198,13 @@ async def run_schedule(
             where = random.Random(f"{seed}-{index}").random()
             damaged = fault.minority[:1] if fault.kind.endswith("-one-kill-all") else targets
             detail = "; ".join(damage_store(faults.nodes[i], fault.kind, where) for i in damaged)
+        names = [faults.nodes[i].name for i in targets]  # before the heal: a removed node returns renamed
         await asyncio.sleep(fault.hold_s)
         await faults.heal_all()
         if fault.kind in LOSS_FAULTS:
             detail += f" ({faults.dropped} dropped)"
-        names = [faults.nodes[i].name for i in targets]
+        if fault.kind in MEMBER_FAULTS and faults.members is not None:
+            detail = "; ".join([detail, *faults.members.said])
         done.append(FaultRecord(index, fault.kind, names, start_ns, time.time_ns(), detail))
         if first_healed is not None:
             first_healed.set()

@@ -21,6 +21,7 @@ import nats.js.errors
 from nats.aio.client import Client
 from nats.js.api import StorageType, StreamConfig
 
+from jetcheck.fault_kinds import MEMBER_FAULTS
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.process import NatsServerProcess
 from jetcheck.fixtures.relay import RouteMesh
@@ -30,6 +31,7 @@ from .checker import History
 from .faults import ClusterFaults
 from .history import FaultRecord, StoredMessage
 from .leaders import sample_leaders
+from .membership import Membership
 from .packet_loss import PacketLoss, in_own_namespace
 from .power_loss import PowerLossDisks
 from .schedule import PlannedFault, run_schedule
@@ -124,7 +126,8 @@ async def run_session(
             await _set_up("creating the durable consumer", lambda: create_consumer(admin, STREAM, CONSUMER))
         log, stop_consuming = WorkloadLog(), asyncio.Event()
         consuming = asyncio.create_task(consume(consumer, STREAM, CONSUMER, log, stop_consuming))
-        faults = ClusterFaults(nodes, links, PacketLoss() if in_own_namespace() else None, disks)
+        members = Membership(nodes, STREAM) if any(fault.kind in MEMBER_FAULTS for fault in plan) else None
+        faults = ClusterFaults(nodes, links, PacketLoss() if in_own_namespace() else None, disks, members)
 
         async def leader() -> str | None:
             """The stream's leader now; a busy or electing cluster is asked again for a while before giving up."""

@@ -27,5 +27,11 @@ NETWORK_FAULTS = ("partition-minority", "partition-leader", "partition-bridge", 
 # (durability.power_loss, a FUSE layer under each store, mounted only when one of these is asked for), then they
 # are started again on what they synced
 POWER_FAULTS = ("power-cut-all", "power-cut-one", "power-cut-minority")
-FAULT_KINDS = PROCESS_FAULTS + DISK_FAULTS + NETWORK_FAULTS + POWER_FAULTS
+# a membership change as Jepsen's nemesis made it (nats-io/nats-server#7545): the stream's leader or a follower
+# (drawn) killed, its store wiped and the node peer-removed from the stream and the JetStream meta group through the
+# API, then, at the heal, joined again as a new server on its empty store; or the same right after kill -9 of a
+# minority of the other nodes (#7545's loss: kills and a removal in quick succession). Asked for by name: they give
+# the cluster a system account (durability.membership)
+MEMBER_FAULTS = ("member-cycle", "member-cycle-kill-minority")
+FAULT_KINDS = PROCESS_FAULTS + DISK_FAULTS + NETWORK_FAULTS + POWER_FAULTS + MEMBER_FAULTS
 HOLD_S = (1.0, 4.0)  # how long a fault lasts before it is healed, drawn per fault (the default)

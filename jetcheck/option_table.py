@@ -498,8 +498,9 @@ TABLE: tuple[Option, ...] = (
         + ",".join(PROCESS_FAULTS)
         + "; the disk faults, the network faults, which route the nodes through relays that cut, stall or slow "
         "links or drop their packets (the lossy-* ones: root, in a network namespace of the run's own), and the "
-        "power cuts, which put every store on a FUSE layer that drops what was not fsynced (root), are asked for by "
-        "name)",
+        "power cuts, which put every store on a FUSE layer that drops what was not fsynced (root), and the membership "
+        "changes, which peer-remove a node through the API and bring it back as a new server (the cluster gets a "
+        "system account), are asked for by name)",
         lambda: ",".join(PROCESS_FAULTS),
         listed(choice(*FAULT_KINDS), "fault kinds", skip_empty=True),
         commands=("durability",),
