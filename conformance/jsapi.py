@@ -206,6 +206,23 @@ async def removal_of_inactive(nc: Client, stream: str, consumer: str, threshold:
     return removed, time.monotonic() - inactive_since
 
 
+async def assert_removed_once_inactive(
+    nc: Client,
+    stream: str,
+    consumer: str,
+    threshold: float,
+    inactive_since: float,
+    observe: Callable[[str, object], None],
+    removed_too_soon: Callable[[float], str],
+) -> None:
+    """The ephemeral `consumer` is removed after its inactive `threshold` (seconds), not before (removal_of_inactive);
+    records removed_after_s, and says `removed_too_soon(the most seconds it can have been inactive)` otherwise."""
+    removed, inactive_at_most = await removal_of_inactive(nc, stream, consumer, threshold, inactive_since)
+    observe("removed_after_s", round(inactive_at_most, 3))
+    assert removed, f"ephemeral consumer still there {inactive_at_most:.1f}s after a {threshold}s inactive_threshold"
+    assert inactive_at_most >= threshold, removed_too_soon(inactive_at_most)
+
+
 @dataclass(frozen=True)
 class PullStatus:
     """A status message ending (or refusing) a pull request, read exactly as the server sent it."""

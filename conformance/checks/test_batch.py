@@ -26,6 +26,11 @@ def _code(ack: dict | None) -> tuple[int, int] | None:
     return (error.get("code"), error.get("err_code")) if error else None
 
 
+def _assert_rejected(ack: dict | None, err_code: int, description: str) -> None:
+    """The server answered the batch message 400 with `err_code` (ADR-50's `description` of it)."""
+    assert _code(ack) == (400, err_code), f"{ADR50}: {err_code} '{description}'; the server answered {ack}"
+
+
 async def _atomic(make_stream, **config):
     return await make_stream(allow_atomic=True, **config)
 
@@ -35,9 +40,7 @@ async def test_a_batch_to_a_stream_without_atomic_publish_is_rejected(nc, make_s
     """A batch's first message to a stream without allow_atomic is rejected with 400/10174."""
     stream = await make_stream()
     ack = await _send(nc, stream.subject("a"), "b1", 1)
-    assert _code(ack) == (400, 10174), (
-        f"{ADR50}: 10174 'Batch publish not enabled on stream'; the server answered {ack}"
-    )
+    _assert_rejected(ack, 10174, "Batch publish not enabled on stream")
     assert (await stream_state(nc, stream.name)).messages == 0, f"{ADR50}: the rejected batch message was stored"
 
 
@@ -94,7 +97,7 @@ async def test_a_batch_message_without_a_sequence_is_rejected(nc, make_stream):
     """A batch message without Nats-Batch-Sequence is rejected with 400/10175."""
     stream = await _atomic(make_stream)
     ack = await _send(nc, stream.subject("a"), "b1", None)
-    assert _code(ack) == (400, 10175), f"{ADR50}: 10175 'Batch publish sequence is missing'; the server answered {ack}"
+    _assert_rejected(ack, 10175, "Batch publish sequence is missing")
 
 
 @pytest.mark.rule("batch.unsupported-header")
@@ -102,9 +105,7 @@ async def test_a_batch_with_expected_last_msg_id_is_rejected(nc, make_stream):
     """A batch message with Nats-Expected-Last-Msg-Id is rejected with 400/10177."""
     stream = await _atomic(make_stream)
     ack = await _send(nc, stream.subject("a"), "b1", 1, **{"Nats-Expected-Last-Msg-Id": "z", COMMIT: "1"})
-    assert _code(ack) == (400, 10177), (
-        f"{ADR50}: 10177 'Batch publish unsupported header used (Nats-Expected-Last-Msg-Id)'; the server answered {ack}"
-    )
+    _assert_rejected(ack, 10177, "Batch publish unsupported header used (Nats-Expected-Last-Msg-Id)")
 
 
 @pytest.mark.rule("batch.expected-last-sequence")
@@ -126,9 +127,7 @@ async def test_a_batch_with_a_message_id_twice_is_rejected(nc, make_stream):
     stream = await _atomic(make_stream)
     await _send(nc, stream.subject("a"), "b1", 1, **{"Nats-Msg-Id": "d"})
     ack = await _send(nc, stream.subject("a"), "b1", 2, **{"Nats-Msg-Id": "d", COMMIT: "1"})
-    assert _code(ack) == (400, 10201), (
-        f"{ADR50}: 10201 'Batch publish contains duplicate message id'; the server answered {ack}"
-    )
+    _assert_rejected(ack, 10201, "Batch publish contains duplicate message id")
 
 
 @pytest.mark.rule("batch.eob-commit")

@@ -645,18 +645,24 @@ async def test_watch_maps_limit_markers_to_purge_and_delete(client, target, nc, 
 # --- ADR-8: key filters, bucket management ---------------------------------------------------------------------
 
 
+async def _keys_listed(client, target, bucket, documented: str, filters: list[str], put: tuple, *deleted: str) -> list:
+    """What the client's keys(`filters`) lists, sorted, once the keys `put` were put and then `deleted` deleted."""
+    async with client_kv(client, target, bucket) as kv:
+        for key in put:
+            await kv.put(key, b"v")
+        for key in deleted:
+            await kv.delete(key)
+        keys = await within(kv.session, offered(client, documented, kv.keys(filters)), f"keys({filters})")
+    return sorted(keys)
+
+
 @pytest.mark.rule("kv.keys-filter")
 async def test_keys_with_a_filter_lists_only_matching_live_keys(client, target, bucket):
     """keys(['x.*']) lists the live keys one token under x. and nothing else."""
     documented = "ADR-8: keys with a key filter lists the live keys matching it, as a watch of it would"
-    async with client_kv(client, target, bucket) as kv:
-        for key in ("x.1", "x.2", "x.a.b", "y.1", "x3"):
-            await kv.put(key, b"v")
-        await kv.delete("x.2")
-        keys = await within(kv.session, offered(client, documented, kv.keys(["x.*"])), "keys(['x.*'])")
-    assert sorted(keys) == ["x.1"], (
-        f"{documented}; with keys x.1, x.2 (deleted), x.a.b, y.1 and x3, {who(client)} keys(['x.*']) listed "
-        f"{sorted(keys)}"
+    keys = await _keys_listed(client, target, bucket, documented, ["x.*"], ("x.1", "x.2", "x.a.b", "y.1", "x3"), "x.2")
+    assert keys == ["x.1"], (
+        f"{documented}; with keys x.1, x.2 (deleted), x.a.b, y.1 and x3, {who(client)} keys(['x.*']) listed {keys}"
     )
 
 
@@ -664,12 +670,9 @@ async def test_keys_with_a_filter_lists_only_matching_live_keys(client, target, 
 async def test_keys_with_several_filters_lists_keys_matching_any(client, target, bucket):
     """keys(['a', 'c.d']) lists keys a and c.d, not ab, c.e or b."""
     documented = "ADR-8: keys with several filter subjects lists the live keys matching any of them"
-    async with client_kv(client, target, bucket) as kv:
-        for key in ("a", "ab", "c.d", "c.e", "b"):
-            await kv.put(key, b"v")
-        keys = await within(kv.session, offered(client, documented, kv.keys(["a", "c.d"])), "keys(['a', 'c.d'])")
-    assert sorted(keys) == ["a", "c.d"], (
-        f"{documented}; with keys a, ab, c.d, c.e and b, {who(client)} keys(['a', 'c.d']) listed {sorted(keys)}"
+    keys = await _keys_listed(client, target, bucket, documented, ["a", "c.d"], ("a", "ab", "c.d", "c.e", "b"))
+    assert keys == ["a", "c.d"], (
+        f"{documented}; with keys a, ab, c.d, c.e and b, {who(client)} keys(['a', 'c.d']) listed {keys}"
     )
 
 

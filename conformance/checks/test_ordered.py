@@ -15,7 +15,7 @@ from collections import Counter
 import pytest
 
 from jetcheck.conformance.clients import StartPolicy
-from jetcheck.conformance.clients.base import Unsupported, connected
+from jetcheck.conformance.clients.base import ADR17_ORDERED_PUSH_CONFIG, Unsupported, connected
 from jetcheck.conformance.jsapi import NS, ApiError, api, eventually
 from jetcheck.conformance.silence import deliveries
 from jetcheck.fixtures.faults import delete_consumer, restart_server
@@ -119,12 +119,22 @@ async def consume_initial(client, s, sub, count: int) -> list:
 
 
 @contextlib.asynccontextmanager
-async def consuming(client, target, proxied, observe, stream, idle_heartbeat: float, count: int = 3):
-    """The client's ordered consumer of the whole stream, through the proxy, once it delivered the `count` messages
-    the stream holds; yields (session, subscription, those deliveries)."""
+async def consuming(client, target, proxied, observe, js, stream, idle_heartbeat: float):
+    """The client's ordered consumer of the whole stream, through the proxy, once it delivered the 3 messages first
+    published to stream.subject("x"); yields (session, subscription, those deliveries, their stream sequences)."""
+    published = await publish(js, [stream.subject("x")] * 3)
     async with connected(client, proxied.url, target.credentials) as s:
         sub = await ordered(client, s, observe, stream.name, stream.subject(">"), idle_heartbeat=idle_heartbeat)
-        yield s, sub, await consume_initial(client, s, sub, count)
+        yield s, sub, await consume_initial(client, s, sub, 3), published
+
+
+async def assert_once_in_order_after(client, s, sub, observe, before: list, after: list, fault_at: float, fault: str):
+    """Every message published `before` the fault and `after` it arrives once, in order (recording the recovery
+    from `fault_at` on); the failure names the `fault` ("after ..." or "across ...")."""
+    got = await deliveries(sub, len(before) + len(after), wait_s(client), s)
+    observe_recovery(observe, got, after[0], fault_at)
+    problem = ordered_once(got, before + after, fault)
+    assert not problem, f"{client.name} {client.version}: {problem}{reported(s)}"
 
 
 @pytest.mark.rule("ordered.gap-recovered")
@@ -132,8 +142,7 @@ async def test_a_dropped_delivery_is_redelivered_in_order(client, target, proxie
     """A delivery lost in transit makes the ordered consumer reset; every message arrives once, in order."""
     stream = await make_stream()
     subject = stream.subject("x")
-    expected = await publish(js, [subject] * 3)
-    async with consuming(client, target, proxied, observe, stream, heartbeat(client)) as (s, sub, _):
+    async with consuming(client, target, proxied, observe, js, stream, heartbeat(client)) as (s, sub, _, expected):
         proxied.drop_delivery(2)  # the 2nd delivery from now on never reaches the client
         fault_at = now()
         expected += await publish(js, [subject] * 5)
@@ -160,15 +169,6 @@ async def reset_by_gap(client, proxied, js, stream, s, observe, **options):
     return sub, got
 
 
-# ADR-17 (Consumer Configuration Checks) for an ordered push subscription's consumer, whatever a client's table says
-ADR17_PUSH_CONFIG = {
-    "durable_name": None,
-    "ack_policy": "none",
-    "max_deliver": 1,
-    "flow_control": True,
-    "mem_storage": True,
-    "num_replicas": 1,
-}
 # what every client's table declares for its ordered consumer, of either kind (tests/clients checks the tables)
 ORDERED_KEYS = ("durable_name", "ack_policy", "max_deliver", "mem_storage", "num_replicas")
 
@@ -179,7 +179,7 @@ def documented_config(client, heartbeat_s: float) -> dict:
     docs = client.documented
     wanted = dict(docs.ordered_config)
     if docs.ordered_kind == "push":
-        wanted.update(ADR17_PUSH_CONFIG, idle_heartbeat=round(heartbeat_s * NS))
+        wanted.update(ADR17_ORDERED_PUSH_CONFIG, idle_heartbeat=round(heartbeat_s * NS))
     return wanted
 
 
@@ -271,8 +271,7 @@ async def test_a_deleted_consumer_is_recreated_without_loss(client, target, prox
     """A consumer deleted behind the client's back is recreated; every later message arrives once, in order."""
     stream = await make_stream()
     subject = stream.subject("x")
-    expected = await publish(js, [subject] * 3)
-    async with consuming(client, target, proxied, observe, stream, heartbeat(client)) as (s, sub, first):
+    async with consuming(client, target, proxied, observe, js, stream, heartbeat(client)) as (s, sub, first, expected):
         fault_at = now()
         await delete_consumer(target, stream.name, first[-1].consumer)
         new = await publish(js, [subject] * 3)
@@ -291,21 +290,18 @@ async def test_a_server_restart_loses_and_repeats_nothing(
 ):
     """Across a graceful or kill -9 restart (file storage) every message arrives once, in order."""
     stream = await make_stream(storage="file")
-    subject = stream.subject("x")
-    expected = await publish(js, [subject] * 3)
-    async with consuming(client, target, proxied, observe, stream, heartbeat(client)) as (s, sub, _):
+    async with consuming(client, target, proxied, observe, js, stream, heartbeat(client)) as (s, sub, _, expected):
         fault_at = now()
         observe("restart_s", round(await restart_server(target, graceful=graceful), 3))
         direct = await target.connect()  # the check's own connection did not survive the restart
         try:
-            new = await publish(direct.jetstream(), [subject] * 3)
+            new = await publish(direct.jetstream(), [stream.subject("x")] * 3)
         finally:
             await direct.close()
-        got = await deliveries(sub, len(expected) + len(new), wait_s(client), s)
-        observe_recovery(observe, got, new[0], fault_at)
         how = "graceful restart" if graceful else "kill -9"
-        problem = ordered_once(got, expected + new, f"across a {how} of the server")
-        assert not problem, f"{client.name} {client.version}: {problem}{reported(s)}"
+        await assert_once_in_order_after(
+            client, s, sub, observe, expected, new, fault_at, f"across a {how} of the server"
+        )
 
 
 @pytest.mark.rule("ordered.heartbeat-stall-recovered")
@@ -315,18 +311,14 @@ async def test_a_stall_longer_than_two_heartbeats_loses_and_repeats_nothing(
     """Server traffic held for 5 heartbeat intervals: afterwards every message arrives once, in order."""
     hb = heartbeat(client)
     stream = await make_stream()
-    subject = stream.subject("x")
-    expected = await publish(js, [subject] * 3)
-    async with consuming(client, target, proxied, observe, stream, hb) as (s, sub, _):
+    async with consuming(client, target, proxied, observe, js, stream, hb) as (s, sub, _, expected):
         fault_at = now()
         proxied.stall(5 * hb)
-        new = await publish(js, [subject] * 3)
+        new = await publish(js, [stream.subject("x")] * 3)
         await proxied.wait_for(lambda: not proxied.stalled, wait_s(client))
-        got = await deliveries(sub, len(expected) + len(new), wait_s(client), s)
         observe("stall_s", 5 * hb)
-        observe_recovery(observe, got, new[0], fault_at)
-        problem = ordered_once(got, expected + new, f"after server traffic stalled for {5 * hb}s")
-        assert not problem, f"{client.name} {client.version}: {problem}{reported(s)}"
+        stalled = f"after server traffic stalled for {5 * hb}s"
+        await assert_once_in_order_after(client, s, sub, observe, expected, new, fault_at, stalled)
 
 
 @pytest.mark.rule("ordered.filter-subject")

@@ -43,6 +43,11 @@ def _summary(reply) -> tuple[list[bytes], str]:
     return [m.data for m in reply.messages], status
 
 
+async def _group_pull(nc, stream: str, consumer: str, messages: int | None = None, **fields) -> tuple[list[bytes], str]:
+    """A pull for one message in GROUP (with `fields` besides), waiting WAIT_S or until `messages` came: _summary."""
+    return _summary(await pull(nc, stream, consumer, _request(group=GROUP, **fields), wait=WAIT_S, messages=messages))
+
+
 async def _create_refusal(nc, stream, names, asked: str, **config) -> tuple[int, int, str]:
     name = names.consumer()
     body = {"stream_name": stream.name, "config": {"durable_name": name, "ack_policy": "explicit", **config}}
@@ -99,7 +104,7 @@ async def test_a_pull_without_a_valid_group_is_refused(nc, names, make_stream, o
 async def test_a_pinned_client_is_served_by_its_pin_id_only(nc, names, make_stream):
     """The first delivery carries Nats-Pin-Id; a pull with that id gets the next message with it, another id 423."""
     stream, consumer, pin = await _pinned(nc, names, make_stream)
-    wrong = _summary(await pull(nc, stream.name, consumer, _request(group=GROUP, id=pin + "x"), wait=WAIT_S))
+    wrong = await _group_pull(nc, stream.name, consumer, id=pin + "x")
     assert not wrong[0] and wrong[1].startswith("423 "), (
         f"{ADR42}: a pull whose id does not match the pin gets a 423 status; it got {wrong}"
     )
@@ -113,7 +118,7 @@ async def test_unpin_moves_the_pin(nc, names, make_stream):
     """After UNPIN the old id gets 423, and a pull without an id is served with a new Nats-Pin-Id."""
     stream, consumer, old = await _pinned(nc, names, make_stream)
     await api(nc, f"$JS.API.CONSUMER.UNPIN.{stream.name}.{consumer}", {"group": GROUP})
-    stale = _summary(await pull(nc, stream.name, consumer, _request(group=GROUP, id=old), wait=WAIT_S))
+    stale = await _group_pull(nc, stream.name, consumer, id=old)
     assert not stale[0] and stale[1].startswith("423 "), (
         f"{ADR42}: UNPIN clears the pin, so a pull with the old id gets a 423 status; it got {stale}"
     )
@@ -130,13 +135,11 @@ async def test_overflow_serves_a_pull_only_at_its_min_pending(nc, names, make_st
     """With 4 messages pending, a pull with min_pending 10 gets none, one with min_pending 3 gets one."""
     stream = await _filled(nc, make_stream, 4)
     consumer = await _grouped(nc, names, stream, "overflow")
-    above = _summary(await pull(nc, stream.name, consumer, _request(group=GROUP, min_pending=10), wait=WAIT_S))
+    above = await _group_pull(nc, stream.name, consumer, min_pending=10)
     assert not above[0], (
         f"{ADR42}: 'only deliver messages when num_pending ... is >= min_pending' (10, 4 pending): {above}"
     )
-    below = _summary(
-        await pull(nc, stream.name, consumer, _request(group=GROUP, min_pending=3), wait=WAIT_S, messages=1)
-    )
+    below = await _group_pull(nc, stream.name, consumer, messages=1, min_pending=3)
     assert below[0] == [b"m0"], (
         f"{ADR42}: a pull whose min_pending (3) the 4 pending messages meet is served; it got {below}"
     )
@@ -155,7 +158,7 @@ async def test_a_pinned_client_that_stops_pulling_loses_the_pin(nc, names, make_
         f"waiting pull, which is served with a new Nats-Pin-Id; within {standby_wait:.1f} s the waiting pull got "
         f"Nats-Pin-Id {ids} {_summary(standby)} (the old one was {old})"
     )
-    stale = _summary(await pull(nc, stream.name, consumer, _request(group=GROUP, id=old), wait=WAIT_S))
+    stale = await _group_pull(nc, stream.name, consumer, id=old)
     assert not stale[0] and stale[1].startswith("423 "), (
         f"{ADR42}: after priority_timeout moved the pin, a pull with the old id gets a 423 status; it got {stale}"
     )
@@ -166,16 +169,14 @@ async def test_overflow_serves_a_pull_only_at_its_min_ack_pending(nc, names, mak
     """With 1 message ack-pending, a pull with min_ack_pending 2 gets none, one with min_ack_pending 1 gets one."""
     stream = await _filled(nc, make_stream, 4)
     consumer = await _grouped(nc, names, stream, "overflow")
-    first = _summary(await pull(nc, stream.name, consumer, _request(group=GROUP), wait=WAIT_S, messages=1))
+    first = await _group_pull(nc, stream.name, consumer, messages=1)
     assert first[0] == [b"m0"], f"{ADR42}: an overflow pull without limits is served; it got {first}"
-    above = _summary(await pull(nc, stream.name, consumer, _request(group=GROUP, min_ack_pending=2), wait=WAIT_S))
+    above = await _group_pull(nc, stream.name, consumer, min_ack_pending=2)
     assert not above[0], (
         f"{ADR42}: 'only deliver messages when ack_pending for the consumer is >= min_ack_pending' (2, 1 ack "
         f"pending): {above}"
     )
-    below = _summary(
-        await pull(nc, stream.name, consumer, _request(group=GROUP, min_ack_pending=1), wait=WAIT_S, messages=1)
-    )
+    below = await _group_pull(nc, stream.name, consumer, messages=1, min_ack_pending=1)
     assert below[0] == [b"m1"], (
         f"{ADR42}: a pull whose min_ack_pending (1) the 1 ack-pending message meets is served; it got {below}"
     )

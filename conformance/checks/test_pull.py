@@ -36,6 +36,13 @@ def _status(reply: PullReply) -> tuple[str, str]:
     return (reply.status.code, reply.status.description) if reply.status else ("", "")
 
 
+def _assert_documented_status(reply: PullReply, code: str, description: str, *, no_messages: bool = False) -> None:
+    """The pull ended with the documented status `code description` (and, with `no_messages`, brought nothing)."""
+    assert (not no_messages or not reply.messages) and _status(reply) == (code, description), (
+        f"documented status {code} {description}; got {_status(reply)}"
+    )
+
+
 @pytest.mark.rule("pull.empty-body-one")
 async def test_empty_request_delivers_exactly_one_message(nc, js, names, make_stream):
     """An empty pull request delivers one message and is then done."""
@@ -82,9 +89,7 @@ async def test_max_bytes_bounds_delivery_and_ends_with_409(nc, js, names, make_s
         # server/consumer.go: a request whose max_bytes is used up exactly is complete and ends without a status.
         assert reply.status is None, f"status {_status(reply)} after an exact fit"
     else:
-        assert _status(reply) == ("409", "Message Size Exceeds MaxBytes"), (
-            f"documented status 409 Message Size Exceeds MaxBytes; got {_status(reply)}"
-        )
+        _assert_documented_status(reply, "409", "Message Size Exceeds MaxBytes")
         pending = (reply.status.headers.get(PENDING_MSGS), reply.status.headers.get(PENDING_BYTES))
         assert pending == (str(10 - delivered), str(max_bytes - used)), f"pending headers {reply.status.headers}"
     # A first message larger than max_bytes: nothing is delivered, the same status ends the request.
@@ -102,15 +107,13 @@ async def test_expired_request_ends_with_408_and_pending_headers(nc, js, names, 
     consumer = await _consumer(nc, names, stream)
     reply = await pull(nc, stream.name, consumer, {"batch": 5, "max_bytes": 100_000, "expires": 300 * MS}, wait=2.0)
     assert len(reply.messages) == 2, f"the request delivered {len(reply.messages)} of the 2 stored messages"
-    assert _status(reply) == ("408", "Request Timeout"), f"documented status 408 Request Timeout; got {_status(reply)}"
+    _assert_documented_status(reply, "408", "Request Timeout")
     headers = reply.status.headers
     observe("headers", headers)
     assert headers.get(PENDING_MSGS) == "3", f"{PENDING_MSGS} should be the 3 left of batch 5: {headers}"
     assert 0 < int(headers.get(PENDING_BYTES, "0")) < 100_000, f"{PENDING_BYTES} should be max_bytes left: {headers}"
     empty = await pull(nc, stream.name, consumer, {"batch": 4, "expires": 300 * MS}, wait=2.0)
-    assert not empty.messages and _status(empty) == ("408", "Request Timeout"), (
-        f"documented status 408 Request Timeout; got {_status(empty)}"
-    )
+    _assert_documented_status(empty, "408", "Request Timeout", no_messages=True)
     assert (empty.status.headers.get(PENDING_MSGS), empty.status.headers.get(PENDING_BYTES)) == ("4", "0")
 
 
@@ -120,9 +123,7 @@ async def test_no_wait_with_nothing_pending_is_answered_404(nc, js, names, make_
     stream = await make_stream()
     consumer = await _consumer(nc, names, stream)
     reply = await pull(nc, stream.name, consumer, {"batch": 1, "no_wait": True}, wait=1.0)
-    assert not reply.messages and _status(reply) == ("404", "No Messages"), (
-        f"documented status 404 No Messages; got {_status(reply)}"
-    )
+    _assert_documented_status(reply, "404", "No Messages", no_messages=True)
 
 
 def _partial_no_wait_status(version: str) -> tuple[str, str]:
@@ -158,9 +159,7 @@ async def test_requests_beyond_max_waiting_are_refused_409(nc, names, make_strea
         second = await pull(nc, stream.name, consumer, {"batch": 1, "expires": 3 * NS}, wait=1.0)
     finally:
         await waiting.close()
-    assert _status(second) == ("409", "Exceeded MaxWaiting"), (
-        f"documented status 409 Exceeded MaxWaiting; got {_status(second)}"
-    )
+    _assert_documented_status(second, "409", "Exceeded MaxWaiting")
 
 
 @pytest.mark.rule("pull.max-request-batch")
@@ -169,9 +168,7 @@ async def test_batch_above_max_batch_is_refused_409(nc, js, names, make_stream):
     stream = await _stream_with(js, make_stream, 3)
     consumer = await _consumer(nc, names, stream, max_batch=2)
     reply = await pull(nc, stream.name, consumer, {"batch": 3, "expires": 500 * MS}, wait=1.0)
-    assert not reply.messages and _status(reply) == ("409", "Exceeded MaxRequestBatch of 2"), (
-        f"documented status 409 Exceeded MaxRequestBatch of 2; got {_status(reply)}"
-    )
+    _assert_documented_status(reply, "409", "Exceeded MaxRequestBatch of 2", no_messages=True)
 
 
 @pytest.mark.rule("pull.max-request-expires")
@@ -180,9 +177,7 @@ async def test_expires_above_max_expires_is_refused_409(nc, names, make_stream):
     stream = await make_stream()
     consumer = await _consumer(nc, names, stream, max_expires=1 * NS)
     reply = await pull(nc, stream.name, consumer, {"batch": 1, "expires": 2 * NS}, wait=1.0)
-    assert _status(reply) == ("409", "Exceeded MaxRequestExpires of 1s"), (
-        f"documented status 409 Exceeded MaxRequestExpires of 1s; got {_status(reply)}"
-    )
+    _assert_documented_status(reply, "409", "Exceeded MaxRequestExpires of 1s")
 
 
 @pytest.mark.rule("pull.max-request-max-bytes")
@@ -191,9 +186,7 @@ async def test_max_bytes_above_the_consumers_is_refused_409(nc, js, names, make_
     stream = await _stream_with(js, make_stream, 1)
     consumer = await _consumer(nc, names, stream, max_bytes=100)
     reply = await pull(nc, stream.name, consumer, {"batch": 1, "max_bytes": 200, "expires": 500 * MS}, wait=1.0)
-    assert not reply.messages and _status(reply) == ("409", "Exceeded MaxRequestMaxBytes of 100"), (
-        f"documented status 409 Exceeded MaxRequestMaxBytes of 100; got {_status(reply)}"
-    )
+    _assert_documented_status(reply, "409", "Exceeded MaxRequestMaxBytes of 100", no_messages=True)
 
 
 @pytest.mark.rule("pull.consumer-deleted")
@@ -212,9 +205,7 @@ async def test_waiting_request_ends_409_when_the_consumer_is_deleted(nc, names, 
         reply = await waiting.collect(wait=3.0)
     finally:
         await waiting.close()
-    assert _status(reply) == ("409", "Consumer Deleted"), (
-        f"documented status 409 Consumer Deleted; got {_status(reply)}"
-    )
+    _assert_documented_status(reply, "409", "Consumer Deleted")
 
 
 @pytest.mark.rule("pull.push-based")
@@ -223,9 +214,7 @@ async def test_pull_request_to_a_push_consumer_is_refused_409(nc, names, make_st
     stream = await make_stream()
     consumer = await _consumer(nc, names, stream, deliver_subject=names.subject("push"))
     reply = await pull(nc, stream.name, consumer, {"batch": 1, "expires": 500 * MS}, wait=1.0)
-    assert _status(reply) == ("409", "Consumer is push based"), (
-        f"documented status 409 Consumer is push based; got {_status(reply)}"
-    )
+    _assert_documented_status(reply, "409", "Consumer is push based")
 
 
 @pytest.mark.rule("pull.bad-request")

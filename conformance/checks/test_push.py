@@ -11,7 +11,7 @@ import pytest
 
 from jetcheck.conformance.checks.answers import who
 from jetcheck.conformance.clients.base import Unsupported, connected, refusal
-from jetcheck.conformance.jsapi import api, eventually, removal_of_inactive
+from jetcheck.conformance.jsapi import api, assert_removed_once_inactive, eventually
 from jetcheck.conformance.silence import answering, deliveries
 
 pytestmark = pytest.mark.asyncio
@@ -142,12 +142,17 @@ async def test_ephemeral_push_consumer_goes_once_unsubscribed(client, target, js
         stopped = time.monotonic()  # before the unsubscribe: the consumer cannot have been inactive longer
         await sub.stop()
 
-    gone, inactive_at_most = await removal_of_inactive(nc, stream.name, name, threshold, stopped)
-    observe("removed_after_s", round(inactive_at_most, 3))
-    assert gone, f"ephemeral consumer still there {inactive_at_most:.1f}s after a {threshold}s inactive_threshold"
-    assert inactive_at_most >= threshold, (
-        f"{who(client)}'s ephemeral push consumer was removed at most {inactive_at_most:.3f} s after its "
-        f"subscription stopped; its inactive_threshold is {threshold} s"
+    await assert_removed_once_inactive(
+        nc,
+        stream.name,
+        name,
+        threshold,
+        stopped,
+        observe,
+        lambda inactive_at_most: (
+            f"{who(client)}'s ephemeral push consumer was removed at most "
+            f"{inactive_at_most:.3f} s after its subscription stopped; its inactive_threshold is {threshold} s"
+        ),
     )
 
 

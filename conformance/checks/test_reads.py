@@ -119,6 +119,13 @@ def _answer(seqs: list[int | None], status: str | None) -> str:
     return f"{messages}, then status {status}" if status else f"{messages} and no status"
 
 
+async def _assert_direct_answer(nc, stream, body: dict, seqs: list[int], status: str, documented: str) -> None:
+    """A DIRECT.GET of `body` is answered with the messages `seqs`, then `status`, as `documented` (the failure's
+    words, after the body and before what came)."""
+    got = await _direct_seqs(nc, stream, body)
+    assert got == (seqs, status), f"{body}: {documented}; got {_answer(*got)}"
+
+
 async def _delete(nc, stream, seq: int, **request) -> dict:
     return await api(nc, f"$JS.API.STREAM.MSG.DELETE.{stream.name}", {"seq": seq, **request})
 
@@ -270,11 +277,8 @@ async def test_a_direct_get_with_a_start_time_after_the_last_message_finds_none(
     await js.publish(stream.subject("a"), b"one")
     after = rfc3339(epoch_seconds(await _stored_time(nc, stream, 1)) + 1)
     for body in ({"start_time": after}, {"start_time": after, "next_by_subj": stream.subject("a"), "batch": 1}):
-        seqs, status = await _direct_seqs(nc, stream, body)
-        assert (seqs, status) == ([], "404"), (
-            f"{body}: a start time after the last message (seq 1) matches no message, documented answer 404; "
-            f"got {_answer(seqs, status)}"
-        )
+        documented = "a start time after the last message (seq 1) matches no message, documented answer 404"
+        await _assert_direct_answer(nc, stream, body, [], "404", documented)
 
 
 @pytest.mark.rule("reads.direct-get-multi-last-up-to-time-before-first")
@@ -283,11 +287,8 @@ async def test_a_multi_last_up_to_a_time_before_the_first_message_finds_none(js,
     stream = await _filled(js, make_stream, allow_direct=True)
     before = rfc3339(epoch_seconds(await _stored_time(nc, stream, 1)) - 1)
     body = {"multi_last": [stream.subject("a")], "up_to_time": before}
-    seqs, status = await _direct_seqs(nc, stream, body)
-    assert (seqs, status) == ([], "404"), (
-        f"{body}: no message is stored up to a time before the first one, documented answer 404; "
-        f"got {_answer(seqs, status)}"
-    )
+    documented = "no message is stored up to a time before the first one, documented answer 404"
+    await _assert_direct_answer(nc, stream, body, [], "404", documented)
 
 
 @pytest.mark.rule("reads.direct-get-batch-from-deleted-sequence")
@@ -394,11 +395,10 @@ async def test_a_batched_direct_get_from_a_start_time_returns_the_messages_from_
         ({"start_time": third, "batch": 10, "next_by_subj": stream.subject("b")}, [5]),
     )
     for body, expected in cases:
-        seqs, status = await _direct_seqs(nc, stream, body)
-        assert (seqs, status) == (expected, "204"), (
-            f"{body}: a batch from message 3's time returns the messages stored at or after it, {expected}, then "
-            f"204 EOB; got {_answer(seqs, status)}"
+        documented = (
+            f"a batch from message 3's time returns the messages stored at or after it, {expected}, then 204 EOB"
         )
+        await _assert_direct_answer(nc, stream, body, expected, "204", documented)
 
 
 def _multi_last_end(end: Msg | None) -> tuple[str | None, str | None, str | None, int | None]:
@@ -462,11 +462,11 @@ async def test_multi_last_up_to_a_messages_own_time_includes_it(js, nc, make_str
     stream = await _six(js, make_stream)
     third = await _stored_time(nc, stream, 3)  # the server's own nanoseconds
     body = {"multi_last": [stream.subject("a"), stream.subject("b")], "up_to_time": third}
-    seqs, status = await _direct_seqs(nc, stream, body)
-    assert (seqs, status) == ([2, 3], "204"), (
-        f"{body}: up_to_time reads the last message 'less than or equal to the up to time' (ADR-31), and message 3 "
-        f"was stored at it: documented messages [2, 3] (b's 2, a's 3), then 204 EOB; got {_answer(seqs, status)}"
+    documented = (
+        "up_to_time reads the last message 'less than or equal to the up to time' (ADR-31), and message 3 "
+        "was stored at it: documented messages [2, 3] (b's 2, a's 3), then 204 EOB"
     )
+    await _assert_direct_answer(nc, stream, body, [2, 3], "204", documented)
 
 
 @pytest.mark.rule("reads.direct-get-multi-last-too-many")

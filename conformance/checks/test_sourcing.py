@@ -272,7 +272,7 @@ async def _sourcing_consumer(nc, stream: str, prefix: str, documented: str) -> d
 def _durable_flow_control(info: dict, prefix: str) -> dict:
     config = info["config"]
     metadata = config.get("metadata") or {}
-    key = "_nats.src" if prefix == "JS_SRC_" else "_nats.mirror"
+    key = _metadata_key(prefix)
     return {
         "durable": config.get("durable_name") == info["name"],
         "ack_policy": config.get("ack_policy"),
@@ -282,6 +282,23 @@ def _durable_flow_control(info: dict, prefix: str) -> dict:
     }
 
 
+def _metadata_key(prefix: str) -> str:
+    """The metadata key stem naming the sourcing stream on a JS_SRC_ (source) or JS_MIRROR_ (mirror) consumer."""
+    return "_nats.src" if prefix == "JS_SRC_" else "_nats.mirror"
+
+
+async def _upstream_consumer(nc, upstream: str, prefix: str, sourcing: str, documented: str) -> tuple[dict, dict, dict]:
+    """The durable `prefix` consumer the server made on `upstream` for the stream `sourcing`: (its info, what it has,
+    what ADR-60 documents: durable, acking by flow control, unlimited deliveries, metadata naming `sourcing`)."""
+    info = await _sourcing_consumer(nc, upstream, prefix, documented)
+    key = _metadata_key(prefix)
+    wanted = {"durable": True, "ack_policy": FLOW_CONTROL, "max_deliver": -1} | {
+        f"{key}.stream": sourcing,
+        f"{key}.acc": True,
+    }
+    return info, _durable_flow_control(info, prefix), wanted
+
+
 @pytest.mark.rule("sourcing.durable-upstream-consumer")
 @pytest.mark.parametrize("retention", ["workqueue", "interest"])
 async def test_a_sourced_work_queue_or_interest_stream_gets_a_durable_flow_control_consumer(nc, make_stream, retention):
@@ -289,12 +306,7 @@ async def test_a_sourced_work_queue_or_interest_stream_gets_a_durable_flow_contr
     upstream = await make_stream(retention=retention)
     aggregate = await make_stream(sources=[{"name": upstream.name}])
     documented = "a sourced WorkQueue or Interest stream gets a durable JS_SRC_<suffix> consumer"
-    info = await _sourcing_consumer(nc, upstream.name, "JS_SRC_", documented)
-    got = _durable_flow_control(info, "JS_SRC_")
-    wanted = {"durable": True, "ack_policy": FLOW_CONTROL, "max_deliver": -1} | {
-        "_nats.src.stream": aggregate.name,
-        "_nats.src.acc": True,
-    }
+    info, got, wanted = await _upstream_consumer(nc, upstream.name, "JS_SRC_", aggregate.name, documented)
     assert got == wanted, (
         f"{ADR60}: {documented} with ack_policy flow_control, max_deliver -1 and metadata naming the sourcing "
         f"stream ({wanted}); {info['name']} on the {retention} stream has {got}"
@@ -307,12 +319,7 @@ async def test_a_mirrored_work_queue_stream_gets_a_durable_flow_control_consumer
     upstream = await make_stream(retention="workqueue")
     mirror = await make_stream(mirror={"name": upstream.name})
     documented = "a mirrored WorkQueue stream gets a durable JS_MIRROR_<suffix> consumer"
-    info = await _sourcing_consumer(nc, upstream.name, "JS_MIRROR_", documented)
-    got = _durable_flow_control(info, "JS_MIRROR_")
-    wanted = {"durable": True, "ack_policy": FLOW_CONTROL, "max_deliver": -1} | {
-        "_nats.mirror.stream": mirror.name,
-        "_nats.mirror.acc": True,
-    }
+    info, got, wanted = await _upstream_consumer(nc, upstream.name, "JS_MIRROR_", mirror.name, documented)
     assert got == wanted, (
         f"{ADR60}: {documented} with ack_policy flow_control and metadata naming the mirror ({wanted}); "
         f"{info['name']} has {got}"

@@ -53,6 +53,21 @@ class StartPolicy:
     time: dt.datetime | None = None
 
 
+# ADR-17 (Consumer Configuration Checks): the consumer an ordered push subscription creates. An ordered pull
+# consumer has no flow control; the clients' tables start from these and say where their client departs.
+ADR17_ORDERED_PUSH_CONFIG: Mapping[str, object] = {
+    "durable_name": None,
+    "ack_policy": "none",
+    "max_deliver": 1,
+    "flow_control": True,
+    "mem_storage": True,
+    "num_replicas": 1,
+}
+ADR17_ORDERED_PULL_CONFIG: Mapping[str, object] = {
+    key: value for key, value in ADR17_ORDERED_PUSH_CONFIG.items() if key != "flow_control"
+}
+
+
 @dataclass(frozen=True)
 class Documented:
     """What the client documents about the behaviours the scenarios look at (recorded next to each finding)."""

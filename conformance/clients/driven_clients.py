@@ -15,7 +15,7 @@ import threading
 
 from jetcheck.errors import ConfigError
 
-from .base import Documented
+from .base import ADR17_ORDERED_PULL_CONFIG, Documented
 from .build import (
     go_driver,
     go_pinned_version,
@@ -68,14 +68,7 @@ JS_DOCUMENTED = Documented(
     ordered_kind="pull",
     # jetstream lib/jsmstream_api.js ordered() creates it so; consumer.js getConsumerOpts() recreates it from the
     # first one's config with name, start, ack policy, inactive threshold (5 min) and replicas set again.
-    ordered_config={
-        "durable_name": None,
-        "ack_policy": "none",
-        "max_deliver": 1,
-        "mem_storage": True,
-        "num_replicas": 1,
-        "inactive_threshold": 300 * NS,
-    },
+    ordered_config={**ADR17_ORDERED_PULL_CONFIG, "inactive_threshold": 300 * NS},
     consumes="pull",  # consume() on a pull consumer (push consumers: getPushConsumer(), bound to existing ones)
     # @nats-io/obj lib/types.d.ts: watch(opts?: Partial<{ignoreDeletes?: boolean; includeHistory?: boolean}>)
     object_watch_updates_only=False,
@@ -109,14 +102,7 @@ GO_DOCUMENTED = Documented(
     ordered_kind="pull",
     # jetstream/ordered.go getConsumerConfig(): no MaxDeliver, so the server's -1; InactiveThreshold 5 min unless
     # given. ADR-17's max_deliver 1 is for ordered push subscriptions, which nats.go's jetstream package has none of.
-    ordered_config={
-        "durable_name": None,
-        "ack_policy": "none",
-        "max_deliver": -1,
-        "mem_storage": True,
-        "num_replicas": 1,
-        "inactive_threshold": 300 * NS,
-    },
+    ordered_config={**ADR17_ORDERED_PULL_CONFIG, "max_deliver": -1, "inactive_threshold": 300 * NS},
     consumes="pull",  # Consume()/Messages() on a pull consumer
     sources={
         "ordered_idle_heartbeat_s": "jetstream/pull.go: unordered and ordered Consume() default to a 5 s heartbeat "
@@ -155,14 +141,7 @@ RUST_DOCUMENTED = Documented(
     ordered_kind="pull",
     # pull.rs From<OrderedConfig> for Config / IntoConsumerConfig: ack none, max_deliver 1, inactive_threshold 30 s,
     # num_replicas 1, memory storage, no durable name
-    ordered_config={
-        "durable_name": None,
-        "ack_policy": "none",
-        "max_deliver": 1,
-        "mem_storage": True,
-        "num_replicas": 1,
-        "inactive_threshold": 30 * NS,
-    },
+    ordered_config={**ADR17_ORDERED_PULL_CONFIG, "inactive_threshold": 30 * NS},
     consumes="pull",
     # object_store/mod.rs: watch() (DeliverPolicy::New, only later changes) and watch_with_history()
     object_watch_updates_only=True,
@@ -203,13 +182,7 @@ JAVA_DOCUMENTED = Documented(
     ordered_kind="pull",
     # SubscribeOptions (ordered): ack none, max_deliver 1, mem_storage, num_replicas 1, a generated name, no durable;
     # NatsMessageConsumer.doSub passes no inactive threshold (the server's default for an ephemeral applies).
-    ordered_config={
-        "durable_name": None,
-        "ack_policy": "none",
-        "max_deliver": 1,
-        "mem_storage": True,
-        "num_replicas": 1,
-    },
+    ordered_config=ADR17_ORDERED_PULL_CONFIG,
     consumes="pull",  # ConsumerContext.consume() on a pull consumer
     of_release=java_pinned_version(),
     sources={

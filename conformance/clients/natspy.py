@@ -21,6 +21,7 @@ from nats.js.client import JetStreamContext
 from jetcheck.fixtures.target import Credentials, Target
 
 from .base import (
+    ADR17_ORDERED_PUSH_CONFIG,
     ERROR,
     KV_PUT,
     SEQUENCE_MISMATCH,
@@ -62,16 +63,9 @@ DOCUMENTED = Documented(
         "subscriptions with idle_heartbeat are never told; fetch(heartbeat=) waits for its whole timeout and "
         "raises FetchTimeoutError if a heartbeat arrived, else nats.errors.TimeoutError"
     ),
-    # JetStreamContext.subscribe(ordered_consumer=True): a push consumer with these settings, recreated with them.
+    # JetStreamContext.subscribe(ordered_consumer=True): a push consumer with ADR-17's settings, recreated with them.
     ordered_kind="push",
-    ordered_config={
-        "durable_name": None,
-        "ack_policy": "none",
-        "max_deliver": 1,
-        "flow_control": True,
-        "mem_storage": True,
-        "num_replicas": 1,
-    },
+    ordered_config=ADR17_ORDERED_PUSH_CONFIG,
     consumes="push",  # nats-py has no continuous pull consumption (consume()/messages()) to certify
     sources={
         "ordered_idle_heartbeat_s": "nats/js/client.py JetStreamContext.subscribe: ordered_consumer takes "

@@ -141,6 +141,16 @@ def watched(driver: PipeDriver, sub: str = "w") -> list:
     return seen
 
 
+async def meta_only_watched(driver: PipeDriver, url: str, bucket: str, *modes: str) -> list:
+    """What a meta_only watch hands over (until its end of initial data) of a bucket holding a = hello, with the
+    driver in `modes`: (key, value, operation) per entry, None for the end of initial data."""
+    await kv_bucket(driver, url, bucket, *modes)
+    await put(driver, bucket, "a", "hello")
+    await kv_watch(driver, bucket, meta_only=True)
+    await driver.until(lambda: None in watched(driver))
+    return watched(driver)
+
+
 class WatchContract:
     """The watch behaviour both drivers share; where their clients differ, each module tests its own."""
 
@@ -236,19 +246,12 @@ class WatchContract:
 
     @pytest.mark.asyncio
     async def test_kv_watch_meta_only_hands_over_no_value(self, driver, bucket, embedded_server):
-        await kv_bucket(driver, embedded_server.url, bucket)
-        await put(driver, bucket, "a", "hello")
-        await kv_watch(driver, bucket, meta_only=True)
-        await driver.until(lambda: None in watched(driver))
-        assert watched(driver) == [("a", "", "PUT"), None]
+        assert await meta_only_watched(driver, embedded_server.url, bucket) == [("a", "", "PUT"), None]
 
     @pytest.mark.asyncio
     async def test_misbehave_meta_ignored_hands_over_the_value(self, driver, bucket, embedded_server):
-        await kv_bucket(driver, embedded_server.url, bucket, "kv-watch-meta-ignored")
-        await put(driver, bucket, "a", "hello")
-        await kv_watch(driver, bucket, meta_only=True)
-        await driver.until(lambda: None in watched(driver))
-        assert watched(driver) == [("a", "hello", "PUT"), None]
+        watched_entries = await meta_only_watched(driver, embedded_server.url, bucket, "kv-watch-meta-ignored")
+        assert watched_entries == [("a", "hello", "PUT"), None]
 
     @pytest.mark.asyncio
     async def test_stop_ends_a_watch(self, driver, bucket, embedded_server):

@@ -9,8 +9,8 @@ import dataclasses
 
 import pytest
 
-from jetcheck.conformance.checks.test_ordered import ADR17_PUSH_CONFIG, ORDERED_KEYS
-from jetcheck.conformance.clients.base import Documented
+from jetcheck.conformance.checks.test_ordered import ORDERED_KEYS
+from jetcheck.conformance.clients.base import ADR17_ORDERED_PUSH_CONFIG, Documented
 from jetcheck.conformance.clients.driven_clients import GO_DOCUMENTED, JS_DOCUMENTED, RUST_DOCUMENTED
 from jetcheck.conformance.clients.natspy import DOCUMENTED as PY_DOCUMENTED
 
@@ -38,4 +38,4 @@ def test_an_ordered_push_consumers_table_agrees_with_adr_17(client):
     """ADR-17's settings for an ordered push subscription are what the table says (the check holds the client to
     ADR-17 in any case)."""
     config = TABLES[client].ordered_config
-    assert {key: config.get(key) for key in ADR17_PUSH_CONFIG} == ADR17_PUSH_CONFIG
+    assert {key: config.get(key) for key in ADR17_ORDERED_PUSH_CONFIG} == ADR17_ORDERED_PUSH_CONFIG
