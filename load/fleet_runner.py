@@ -24,7 +24,9 @@ from . import fleet
 from .clock import ClockReading, MasterAxis, time_ns
 
 logger = logging.getLogger("jetcheck.load")
-MISSING_GRACE_S = 5.0
+# after Locust calls every worker still draining missing; a starved one still drains (a fresh-clone CI run beside
+# other work: three local workers, each alive, none drained within 5 s)
+MISSING_GRACE_S = 20.0
 
 
 def register_worker(runner) -> None:
