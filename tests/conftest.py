@@ -20,7 +20,7 @@ from jetcheck.specs import DEFAULT_VERSION
 SERVER_VERSION = os.environ.get("JETCHECK_SERVER_VERSION", DEFAULT_VERSION)
 VENDOR_PASSWORD = "s3cret-pw"
 # The project's tests use the testing package's client variants (nats-py+<variant>) as a user's tests would.
-pytest_plugins = ["jetcheck.testing.plugin", "tests.hygiene"]
+pytest_plugins = ["jetcheck.testing.plugin", "tests.hygiene", "tests.schedule"]
 
 # CI replays the same examples every run (a red run must mean a change broke something); a developer's run
 # explores new ones. Loaded here, before test modules build their settings on the default profile.
