@@ -20,7 +20,7 @@ from jetcheck.specs import DEFAULT_VERSION
 SERVER_VERSION = os.environ.get("JETCHECK_SERVER_VERSION", DEFAULT_VERSION)
 VENDOR_PASSWORD = "s3cret-pw"
 # The project's tests use the testing package's client variants (nats-py+<variant>) as a user's tests would.
-pytest_plugins = ["jetcheck.testing.plugin", "tests.hygiene"]
+pytest_plugins = ["jetcheck.testing.plugin", "tests.hygiene", "tests.schedule"]
 
 # CI replays the same examples every run (a red run must mean a change broke something); a developer's run
 # explores new ones. Loaded here, before test modules build their settings on the default profile.
@@ -46,6 +46,9 @@ SLOW = (
     "tests/durability/test_power_loss.py::test_a_failing_run_on_the_layer_*",
     "tests/durability/test_cluster_file.py::test_a_*described_cluster*",
     "tests/reports/test_report_durability.py::test_a_real_short_run_*",
+    # a warm-up in a process of its own: a second JVM and report (jetcheck.reports.warm stays reached by the module's
+    # other tests); 107 s of setup in a busy machine's fast tier, 8% of it
+    "tests/reports/test_report_warm.py::test_the_warm_up_runs_at_the_lowest_priority_*",
     # load held at a rate for seconds on end (the scenarios' own tests stay), and TLS refusals waited out
     "tests/load/test_load_runs.py::test_an_unsustainable_rate_*",
     "tests/load/test_load_runs.py::test_fixed_rate_holds_*",

@@ -39,7 +39,10 @@ GO = shutil.which("go") or next((p for p in ["/usr/local/go/bin/go"] if Path(p).
 HEARTBEAT = 0.5  # the Go client's smallest PullHeartbeat
 
 
-@pytest.fixture(scope="module")
+# Plain `go build` rather than build.go_driver, whose release-aware build would leave out a feature file that fails
+# to compile. Once per worker process: xdist runs this module's classes as separate units (a build each, 10 s of a
+# busy machine, when the fixture was per module).
+@pytest.fixture(scope="session")
 def driver_command(tmp_path_factory) -> tuple[str, ...]:
     if GO is None:
         pytest.skip("go is not installed: the nats.go driver cannot be built")

@@ -1,20 +1,22 @@
 """The jnats driver (conformance/clients/drivers/java) speaking the driver protocol against a real nats-server.
 
-The driver is built once per module with Maven (skipped when java or mvn is missing); each test starts it and
-checks what jnats really reported: deliveries in order, the ordered consumer's recreation, heartbeat alarms through
-the connection's ErrorListener when the wire stalls, and the misbehave modes the suite's proofs rely on.
+The driver is built with Maven into jetcheck's cache, once per change of its sources (skipped when java or mvn is
+missing); each test starts it and checks what jnats really reported: deliveries in order, the ordered consumer's
+recreation, heartbeat alarms through the connection's ErrorListener when the wire stalls, and the misbehave modes the
+suite's proofs rely on.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import uuid
 from pathlib import Path
 
 import pytest
 from nats.js import api
+
+from jetcheck.conformance.clients.build import java_driver
 
 from .driver_contract import (
     PULL_HEARTBEAT,
@@ -41,14 +43,13 @@ HEARTBEAT = PULL_HEARTBEAT  # the smallest jnats gets: half its smallest expiry 
 
 
 @pytest.fixture(scope="module")
-def driver_command(tmp_path_factory) -> tuple[str, ...]:
+def driver_command() -> tuple[str, ...]:
+    """The driver as jetcheck builds and runs it (build.java_driver: `mvn package` into the cache keyed by the
+    sources' digest, so only a changed driver is built again; a build per module took 45-57 s of a busy machine,
+    and xdist runs this module's classes as separate units, so up to three times)."""
     if JAVA is None or MVN is None:
         pytest.skip("java or mvn is not installed: the jnats driver cannot be built")
-    staging = tmp_path_factory.mktemp("java-driver")
-    shutil.copytree(DRIVER_DIR, staging, ignore=shutil.ignore_patterns("target"), dirs_exist_ok=True)
-    build = subprocess.run([MVN, "-q", "-B", "package"], cwd=staging, capture_output=True, text=True, timeout=600)
-    assert build.returncode == 0, build.stdout + build.stderr
-    return JAVA, "-jar", str(staging / "target" / "driver.jar")
+    return tuple(java_driver())
 
 
 class TestPullDriver(PullDriverContract):

@@ -1,7 +1,7 @@
 """The nats.js driver (conformance/clients/drivers/js) speaking protocol v1 to a real nats-server.
 
-The driver is installed from its lockfile (`npm ci`) into a temporary copy and driven over its pipes, as
-jetcheck's adapter drives it; faults on the wire go through the suite's proxy.
+The driver is installed from its lockfile (`npm ci`) into jetcheck's cache, as a run installs it, and driven over
+its pipes, as jetcheck's adapter drives it; faults on the wire go through the suite's proxy.
 """
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-import subprocess
 import uuid
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
 
+from jetcheck.conformance.clients.build import js_driver
 from jetcheck.fixtures.proxy import NatsProxy
 
 from .driver_contract import WAIT_S, WatchContract, connected, running, watched
@@ -31,16 +31,10 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def driver_script(tmp_path_factory) -> Path:
-    """driver.mjs in a copy of the driver directory with its locked dependencies installed."""
-    build = tmp_path_factory.mktemp("js-driver")
-    for path in [DRIVER_DIR / "package.json", DRIVER_DIR / "package-lock.json", *DRIVER_DIR.glob("*.mjs")]:
-        shutil.copy(path, build / path.name)
-    subprocess.run(
-        ["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--prefer-offline"],
-        cwd=build, check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
-    return build / "driver.mjs"
+def driver_script() -> Path:
+    """driver.mjs as jetcheck installs it (build.js_driver: `npm ci` from the lockfile into the cache keyed by the
+    sources' digest, so only a changed driver is installed again, not once per xdist unit of this module)."""
+    return Path(js_driver()[1])
 
 
 @pytest_asyncio.fixture

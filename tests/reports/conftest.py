@@ -34,6 +34,16 @@ def run_folder(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def load_tables(spark, run_folder: Path):
+    """SMALL_LOAD's run aggregated (the load report's tables): once per session, the first Spark job of a session
+    being its costliest (46 CPU-s of a cold JVM where the second took 12)."""
+    from jetcheck.reports.inputs import resolve
+    from jetcheck.reports.load_report import aggregate_load
+
+    return aggregate_load(spark, resolve(run_folder))
+
+
+@pytest.fixture(scope="session")
 def built_report(spark, run_folder: Path):
     from jetcheck.reports.build import build_report
 

@@ -15,8 +15,7 @@ import pytest
 from jetcheck.records import CheckResult
 from jetcheck.reports import charts
 from jetcheck.reports.conformance_report import aggregate_conformance
-from jetcheck.reports.inputs import resolve, resolve_all
-from jetcheck.reports.load_report import aggregate_load
+from jetcheck.reports.inputs import resolve_all
 from jetcheck.reports.render import ReportContent, render_html, render_markdown
 from jetcheck.testing.synthetic import sample_results, write_certify_run
 
@@ -70,11 +69,6 @@ def page(html: str) -> _Page:
     parser = _Page()
     parser.feed(html)
     return parser
-
-
-@pytest.fixture(scope="module")
-def load_tables(spark, run_folder: Path):
-    return aggregate_load(spark, resolve(run_folder))
 
 
 @pytest.fixture

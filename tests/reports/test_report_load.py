@@ -21,11 +21,6 @@ NS = 1_000_000_000
 
 
 @pytest.fixture(scope="module")
-def load_tables(spark, run_folder: Path):
-    return aggregate_load(spark, resolve(run_folder))
-
-
-@pytest.fixture(scope="module")
 def ops(run_folder: Path):
     return ds.dataset(run_folder / "load" / "ops").to_table().to_pandas()
 
