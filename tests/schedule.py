@@ -49,6 +49,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
         return None
     from xdist.scheduler import LoadScopeScheduling
 
+    # xdist documents a scheduler of one's own through this hook, and LoadScopeScheduling's scope is its
+    # `_split_scope`; `--dist loadgroup`, the public way to pin tests to a worker, spreads every other test one by
+    # one, where a module's servers and proof pools need the module in one process
     class SparkOnOneWorker(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return scope_of(nodeid, config.rootpath, super()._split_scope(nodeid))
