@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import pytest
 
 from jetcheck.errors import ConfigError
-from jetcheck.fixtures import sticky_cancel, whole_loops
+from jetcheck.fixtures import sticky_cancel, unraisable_interrupts, whole_loops
 from jetcheck.fixtures.children import interrupt_on_sigterm
 from jetcheck.fixtures.target import Target
 from jetcheck.options import OPTIONS, add_pytest_options, resolve
@@ -189,6 +189,8 @@ def pytest_runtestloop(session: pytest.Session) -> None:
         session.config.add_cleanup(whole_loops.install())
         # nor a timeout a check waits on lost, its cancellation swallowed by a reply (fixtures.sticky_cancel)
         session.config.add_cleanup(sticky_cancel.install())
+        # nor an interrupt landing in a finalizer or weakref callback printed and lost (fixtures.unraisable_interrupts)
+        session.config.add_cleanup(unraisable_interrupts.install())
 
 
 def _na_reason(rule: Rule, item: pytest.Item, run: RunRecord) -> str:

@@ -15,7 +15,7 @@ from typing import NoReturn
 
 from jetcheck import __version__
 from jetcheck.errors import JetcheckError
-from jetcheck.fixtures import sticky_cancel, whole_loops
+from jetcheck.fixtures import sticky_cancel, unraisable_interrupts, whole_loops
 from jetcheck.fixtures.children import PARENT_SAYS_INTERRUPTED, interrupt_on_sigterm
 from jetcheck.options import resolve_arguments
 from jetcheck.redact import redact_url
@@ -131,9 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     previous_sigterm = interrupt_on_sigterm()
     put_loops_back = whole_loops.install()  # an interrupt never leaves an event loop half made
     put_wait_for_back = sticky_cancel.install()  # nor a task it cancelled running on
+    put_hook_back = unraisable_interrupts.install()  # nor one landing in a finalizer printed and lost
     try:
         return _guarded(parse_and_run)
     finally:
+        put_hook_back()
         put_wait_for_back()
         put_loops_back()
         signal.signal(signal.SIGTERM, previous_sigterm)

@@ -167,7 +167,7 @@ def test_an_interrupted_command_stops_everything_it_started(tmp_path, embedded_s
         assert proc.returncode == 130, errors
         assert errors.strip().splitlines()[-1] == "jetcheck: interrupted"
         assert errors.count("jetcheck: interrupted") == 1, errors
-        assert "Traceback" not in errors
+        assert "Traceback" not in errors, errors
         assert sorted(p.name for p in temp.iterdir()) == []
         if case.url_target:
             assert streams_on(embedded_server) == before
