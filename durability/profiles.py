@@ -95,11 +95,11 @@ PROFILES: dict[str, Profile] = {
         replicas=5,
         seeds=3,  # a reproducing run waits out the recovery bounds (60 s + 30 s + 30 s): ~190 s a seed
     ),
-    # nats-io/nats-server#7567 needs one node's power loss (the power profile's); here the pauses and partitions
-    # around process kills, held past the election timeout, on 5 nodes
+    # nats-io/nats-server#7567: one node's power loss (on the power-loss layer) beside pauses, partitions and a
+    # leader kill, each held past the election timeout, on 5 nodes
     "split-brain-partitions": Profile(
-        finding="split-brain: two leaders of one group, or replicas that disagree, after pauses and partitions "
-        "around kills (2.12.1)",
+        finding="split-brain: two leaders of one group, or replicas that disagree, after one node's power loss "
+        "with pauses or partitions (2.12.1)",
         issue=f"{ISSUES}7567",
         versions=("2.12.1",),
         reproduced_by=(SINGLE_LEADER, REPLICAS_AGREE, ACKED_SURVIVE),
