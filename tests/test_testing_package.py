@@ -30,7 +30,11 @@ TESTING = "jetcheck.testing"
 # The same class extends `_close`: nats-py leaves a request (`_resp_map`) or a flush (`_pongs`) whose connection
 # closed waiting out its whole timeout, and offers no hook to end them, so a check against a target killed mid-run
 # held certify for up to 10 s more (the CI run that went red); TlsEnforcingClient fails them at once.
+# fixtures/unraisable_interrupts.py reads `sys._current_frames` (in the sys docs, "for internal and specialized
+# purposes"): the only way another thread can see that the main thread has left the unraisable hook, so that a
+# signal sent again is not handled, and printed, inside it.
 DOCUMENTED_EXCEPTIONS = {
+    "fixtures/unraisable_interrupts.py": {"_current_frames"},
     "fixtures/target.py": {
         "_process_info",
         "_connect_command",
