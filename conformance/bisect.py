@@ -30,7 +30,6 @@ from jetcheck.conformance.catalog import Rule, load_catalog
 from jetcheck.conformance.clients.build import cache_root, source_digest
 from jetcheck.errors import ConfigError
 from jetcheck.fixtures import children
-from jetcheck.options import add_command
 from jetcheck.records import RESULTS_FILE, CheckResult, read_results
 from jetcheck.verdict import COMPLETED_EXITS, rule_statuses
 from jetcheck.versions import InvalidVersion, parse_version
@@ -75,18 +74,13 @@ class Change:
     now: Seen
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    add_command(
-        subparsers,
-        "bisect",
-        run=bisect_command,
-        validate=validate,
-        help="find the client releases between which a rule's status changes",
-        description="Certify releases of --client (PyPI, the Go module proxy or npm lists them) against one "
-        "nats-server release, as few as a binary search needs, and print each rule whose status changes: the last "
-        "release with the old status, the first with the new one, their dates and what the checks said. Results "
-        "are cached per client, release, server release and rule.",
-    )
+# `jetcheck bisect --help`
+DESCRIPTION = (
+    "Certify releases of --client (PyPI, the Go module proxy or npm lists them) against one "
+    "nats-server release, as few as a binary search needs, and print each rule whose status changes: the last "
+    "release with the old status, the first with the new one, their dates and what the checks said. Results "
+    "are cached per client, release, server release and rule."
+)
 
 
 # --- releases ----------------------------------------------------------------------------------------------------
@@ -357,7 +351,7 @@ def table(found: list[Change]) -> list[str]:
     return lines
 
 
-def bisect_command(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     rules = validate(args)
     ordered = releases(args.client, args.releases or "")
     areas = sorted({rule.area for rule in rules})

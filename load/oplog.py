@@ -70,10 +70,9 @@ class OpLog:
         self.rows_added = 0
         self._buf = array("q")
         self.extend = self._buf.extend  # the hot path: extend((ctx, intended, start, end, err, code, seq, dc, e2e))
-        self._contexts: list[tuple[int, str, str, str, int]] = []
-        self._context_index: dict[tuple[int, str, str, str, int], int] = {}
-        self._errors: list[str] = [""]
-        self._error_index: dict[str, int] = {"": 0}
+        # each context and error name -> its index in the file's table (a dict keeps them in the order added)
+        self._contexts: dict[tuple[int, str, str, str, int], int] = {}
+        self._errors: dict[str, int] = {"": 0}
         self._pending: list[Future] = []
         self._executor = native_executor()
         self._files = RollingParquet(
@@ -85,19 +84,11 @@ class OpLog:
 
     def context(self, user: int, op: str, stream: str, subject: str, payload_size: int) -> int:
         key = (user, op, stream, subject, payload_size)
-        index = self._context_index.get(key)
-        if index is None:
-            index = self._context_index[key] = len(self._contexts)
-            self._contexts.append(key)
-        return index
+        return self._contexts.setdefault(key, len(self._contexts))
 
     def error(self, exc: BaseException | str) -> int:
         name = exc if isinstance(exc, str) else type(exc).__name__
-        index = self._error_index.get(name)
-        if index is None:
-            index = self._error_index[name] = len(self._errors)
-            self._errors.append(name)
-        return index
+        return self._errors.setdefault(name, len(self._errors))
 
     def add(
         self,

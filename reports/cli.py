@@ -8,12 +8,11 @@ import sys
 from pathlib import Path
 
 from jetcheck.errors import ConfigError
-from jetcheck.options import add_command
 from jetcheck.reports import inputs
 from jetcheck.reports.inputs import ResultSet
 
 
-def validate_report(args: argparse.Namespace) -> tuple[list[ResultSet], ResultSet | None]:
+def validate(args: argparse.Namespace) -> tuple[list[ResultSet], ResultSet | None]:
     """Read every input (and the baseline) as the report will, before Spark starts: a corrupt or foreign file is
     one line naming it. The result sets and the baseline's, for the report to read no file again."""
     result_sets = inputs.resolve_all(args.inputs)
@@ -26,7 +25,7 @@ def validate_report(args: argparse.Namespace) -> tuple[list[ResultSet], ResultSe
 
 
 # Spark's error for a file it cannot read, e.g. a Parquet log whose pages are corrupt (its footer, checked by
-# validate_report, was intact)
+# validate, was intact)
 _SPARK_READ_FAILURE = re.compile(r"FAILED_READ_FILE.*?reading file (?:file:)?(?P<path>\S+?)\.?\s", re.DOTALL)
 
 
@@ -41,10 +40,10 @@ def spark_read_failure(exc: Exception) -> str | None:
     return f"{path}: Spark could not read it ({causes[-1].strip() if causes else 'corrupt file'})"
 
 
-def report_command(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from jetcheck.reports.build import build_report
 
-    resolved = validate_report(args)
+    resolved = validate(args)
     try:
         outcome = build_report(
             args.inputs,
@@ -66,14 +65,9 @@ def report_command(args: argparse.Namespace) -> int:
     return 1 if outcome.regressions else 0
 
 
-def register(subparsers) -> None:
-    add_command(
-        subparsers,
-        "report",
-        run=report_command,
-        validate=validate_report,
-        help="turn certify and load results into index.html, summary.md and tables",
-        description="Aggregate one or more run, certify or load folders (PySpark) into a self-contained "
-        "index.html, summary.md and tables/*.csv|parquet. Several --in give a compatibility matrix. "
-        "Exit 1 when --baseline finds a regression.",
-    )
+# `jetcheck report --help`
+DESCRIPTION = (
+    "Aggregate one or more run, certify or load folders (PySpark) into a self-contained "
+    "index.html, summary.md and tables/*.csv|parquet. Several --in give a compatibility matrix. "
+    "Exit 1 when --baseline finds a regression."
+)

@@ -163,7 +163,7 @@ def test_mixed_runs_with_its_own_defaults(capsys):
     line = bad_input_line(capsys, "load", "--scenario", "mixed", "--server", CLOSED)
     assert line.startswith(CANNOT_CONNECT)
     args = build_parser().parse_args(["load", "--scenario", "mixed", "--consumers", "2"])
-    load_cli._validate(args)
+    load_cli.validate(args)
     assert (args.users, args.consumers, args.processes) == (3, 2, 3)
 
 
@@ -172,7 +172,7 @@ def test_processes_without_users_gives_each_process_a_user(capsys):
     line = bad_input_line(capsys, "load", "--scenario", "publish-async", "--processes", "2", "--server", CLOSED)
     assert line.startswith(CANNOT_CONNECT)
     args = build_parser().parse_args(["load", "--scenario", "publish-async", "--processes", "2"])
-    load_cli._validate(args)
+    load_cli.validate(args)
     assert (args.users, args.processes) == (2, 2)
 
 

@@ -177,14 +177,14 @@ def test_run_prefixes_come_from_one_generator():
 
 def test_certify_hands_pytest_the_options_it_resolved(monkeypatch):
     """The variables certify sets for its pytest are read back by the plugin as the same options."""
-    from jetcheck.conformance.certify import pytest_environment, resolve_from_args
+    from jetcheck.conformance.certify import pytest_environment, validate
 
     for name in [n for n in os.environ if n.startswith("JETCHECK_")]:
         monkeypatch.delenv(name)
     args = cli.build_parser().parse_args(
         ["certify", "--check-timeout", "2m", "--clean-previous", "--profile", "thorough"]
     )
-    cfg = resolve_from_args(args)
+    cfg = validate(args)
     assert resolve(cli={}, env=pytest_environment(cfg)) == cfg
 
 

@@ -14,28 +14,24 @@ from datetime import UTC, datetime
 from jetcheck.fixtures.nats_protocol import Frame, NatsHeaders
 from jetcheck.fixtures.proxy import Breaker, Hook, HookResult
 
-from .breakers import (
-    API,
+from .api_subjects import (
+    ACCOUNT_INFO,
+    ASSET_CREATE,
+    CONSUMER_CREATE,
     CREATE_SUBJECT,
+    MSG_GET_SUBJECT,
+    PAUSE_SUBJECT,
     PULL_NEXT,
-    ReplyRewriter,
-    compose,
-    dropping,
-    headers_remover,
-    json_request_rewriter,
-    request_rewriting,
+    RESET_SUBJECT,
+    UPDATE_SUBJECT,
 )
-from .breakers_consumers import CONSUMER_CREATE
+from .breakers import ReplyRewriter, compose, dropping, headers_remover, json_request_rewriter, request_rewriting
 
 TTL = "Nats-TTL"
-PAUSE_SUBJECT = re.compile(API + r"CONSUMER\.PAUSE\.[^.]+\.[^.]+$")
 WHOLE_SECONDS = re.compile(r"^(\d+)s?$")
 FOREVER_S = 3600.0  # a pause that outlasts any check
-INFO_SUBJECT = re.compile(API + r"INFO$")
-ASSET_CREATE = re.compile(API + r"(?:STREAM|CONSUMER)\.(?:DURABLE\.)?CREATE\..+$")
 REQUIRED_LEVEL = "Nats-Required-Api-Level"
 INCR = "Nats-Incr"
-MSG_GET = re.compile(API + r"STREAM\.MSG\.GET\..+$")
 STREAM_SOURCE = "Nats-Stream-Source"
 COUNTER_SOURCES = "Nats-Counter-Sources"
 SCHEDULE, SCHEDULE_TARGET, SCHEDULER, NEXT = (
@@ -193,8 +189,6 @@ def _strip_server_metadata(body: dict) -> bool:
 
 
 # reliable sourcing and consumer reset (ADR-60), persist modes (ADR-56)
-RESET_SUBJECT = re.compile(API + r"CONSUMER\.RESET\.[^.]+\.[^.]+$")
-STREAM_UPDATE = re.compile(API + r"STREAM\.UPDATE\.[^.]+$")
 
 
 def _drop_source_consumer(body: dict) -> bool:
@@ -227,7 +221,7 @@ class _UpdateKeepsSources:
     def __init__(self) -> None:
         self.sources: dict[str, list] = {}
         self.remember_creates = json_request_rewriter(CREATE_SUBJECT, self.remember)
-        self.keep_on_update = json_request_rewriter(STREAM_UPDATE, self.keep)
+        self.keep_on_update = json_request_rewriter(UPDATE_SUBJECT, self.keep)
 
     def remember(self, body: dict) -> bool:
         if body.get("sources"):
@@ -254,7 +248,7 @@ BREAKERS: dict[str, Callable[[], Breaker]] = {
     "pause-ignored": _pause_ignored,
     "pause-forever": request_rewriting("pause-forever", PAUSE_SUBJECT, _pause_forever),
     "pause-on-resume": request_rewriting("pause-on-resume", PAUSE_SUBJECT, _pause_on_resume),
-    "info-drop-api-level": lambda: ReplyRewriter(INFO_SUBJECT, dropping("api")).breaker("info-drop-api-level"),
+    "info-drop-api-level": lambda: ReplyRewriter(ACCOUNT_INFO, dropping("api")).breaker("info-drop-api-level"),
     "strip-asset-metadata": lambda: ReplyRewriter(ASSET_CREATE, _strip_server_metadata).breaker("strip-asset-metadata"),
     "strip-required-level": lambda: Breaker("strip-required-level", headers_remover(REQUIRED_LEVEL)),
     "create-drop-republish": request_rewriting("create-drop-republish", CREATE_SUBJECT, dropping("republish")),
@@ -270,8 +264,10 @@ BREAKERS: dict[str, Callable[[], Breaker]] = {
     "create-drop-stream-transform": request_rewriting(
         "create-drop-stream-transform", CREATE_SUBJECT, dropping("subject_transform")
     ),
-    "strip-stream-source": lambda: ReplyRewriter(MSG_GET, _strip_stream_source).breaker("strip-stream-source"),
-    "strip-counter-sources": lambda: ReplyRewriter(MSG_GET, _strip_counter_sources).breaker("strip-counter-sources"),
+    "strip-stream-source": lambda: ReplyRewriter(MSG_GET_SUBJECT, _strip_stream_source).breaker("strip-stream-source"),
+    "strip-counter-sources": lambda: ReplyRewriter(MSG_GET_SUBJECT, _strip_counter_sources).breaker(
+        "strip-counter-sources"
+    ),
     "strip-schedule-headers": lambda: Breaker("strip-schedule-headers", headers_remover(SCHEDULE, SCHEDULE_TARGET)),
     "schedule-at-early": lambda: Breaker("schedule-at-early", header_rewriter(SCHEDULE, _earlier_schedule)),
     "strip-schedule-next": lambda: Breaker("strip-schedule-next", headers_remover(SCHEDULER, NEXT)),

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from jetcheck import cli
-from jetcheck.load.cli import LOCUSTFILE, _validate, run_values
+from jetcheck.load.cli import LOCUSTFILE, run_values, validate
 from jetcheck.load.settings import load_settings, locust_handover
 
 # Locust monkey-patches the process on import: the locustfile parses what it was handed in a child
@@ -52,7 +52,7 @@ def test_the_locustfile_builds_the_settings_jetcheck_load_built(argv, tmp_path):
     """Every option reaches the locustfile with its value, and its settings come out as `jetcheck load`'s; the
     server's URL, credentials included, travels in the environment only."""
     args = cli.build_parser().parse_args(["load", *argv])
-    _validate(args)
+    validate(args)
     values = run_values(args, SERVER, "load-0000", tmp_path / "out", args.monitor or "http://127.0.0.1:8222")
     handed, environment = locust_handover({**values, "server_version": "2.12.8"})
     assert not any("s3cret-pw" in argument for argument in handed)

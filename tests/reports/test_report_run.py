@@ -122,7 +122,7 @@ def test_both_steps_create_under_the_run_prefix_preflight_claimed(tmp_path, monk
         jobs = []
         monkeypatch.setattr(jetcheck.run, "main_job", lambda run_dir, steps, *_, **kw: jobs.append((steps, kw)) or 0)
         args = argparse.Namespace(out=str(tmp_path / "run"), master=None, strict=False, given={})
-        jetcheck.run.run_command(args)
+        jetcheck.run.run(args)
         ((steps, options),) = jobs
         claimed = options["preflight"].args[0].run_prefix  # the Config preflight is called with
         return claimed, {step.argv[step.argv.index("--run-prefix") + 1] for step in steps}
