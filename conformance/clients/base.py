@@ -491,6 +491,18 @@ class KvStatus:
     limit_marker_ttl: float | None = None  # ADR-48 LimitMarkerTTL, seconds (0: no markers); None: not reported
 
 
+@dataclass(frozen=True, kw_only=True)
+class KvWatchOptions:
+    """A KV watcher's options, ADR-8's: every value of each key rather than the last, only what changes after the
+    watch starts, no deletes or purges, entries without their values. KeyValue.watch takes them as keywords; an
+    adapter's watch gathers them here, so the list stands once outside the protocol."""
+
+    include_history: bool = False
+    updates_only: bool = False
+    ignore_deletes: bool = False
+    meta_only: bool = False
+
+
 class KeyValue(Protocol):
     """A bucket bound through the client under test, on `session`; write and read errors are ClientError
     (KeyNotFound for gets of a key without a value), API refusals keep the server's code/err_code."""

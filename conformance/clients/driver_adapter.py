@@ -30,6 +30,7 @@ from .base import (
     KeyNotFound,
     KvEntry,
     KvStatus,
+    KvWatchOptions,
     ObjectInfo,
     ObjectStoreStatus,
     OrderedOptions,
@@ -441,24 +442,14 @@ class DriverKeyValue:
             float(markers) if markers is not None else None,
         )
 
-    async def watch(
-        self,
-        keys: str | list[str] = ">",
-        *,
-        include_history: bool = False,
-        updates_only: bool = False,
-        ignore_deletes: bool = False,
-        meta_only: bool = False,
-    ) -> Watch:
-        options = {
+    async def watch(self, keys: str | list[str] = ">", **options: bool) -> Watch:
+        """KeyValue.watch; `options` are KvWatchOptions', as PROTOCOL.md's kv_watch names them too."""
+        request = {
             "keys": [keys] if isinstance(keys, str) else list(keys),
-            "include_history": include_history,
-            "updates_only": updates_only,
-            "ignore_deletes": ignore_deletes,
-            "meta_only": meta_only,
+            **dataclasses.asdict(KvWatchOptions(**options)),
         }
         return await self.session.streamed_watch(
-            lambda sub: self._ask("kv_watch", sub=sub, **options),
+            lambda sub: self._ask("kv_watch", sub=sub, **request),
             lambda record: kv_entry_from(record["entry"]) if record.get("entry") is not None else None,
         )
 

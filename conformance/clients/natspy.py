@@ -36,6 +36,7 @@ from .base import (
     Inbox,
     KvEntry,
     KvStatus,
+    KvWatchOptions,
     ObjectInfo,
     ObjectStoreStatus,
     OrderedOptions,
@@ -318,25 +319,18 @@ class NatsPyKeyValue:
         markers = getattr(status, "marker_ttl", None)  # nats-py's BucketStatus.marker_ttl (ADR-48 LimitMarkerTTL)
         return KvStatus(status.bucket, status.values, status.history, float(status.ttl or 0), float(markers or 0))
 
-    async def watch(
-        self,
-        keys: str | list[str] = ">",
-        *,
-        include_history: bool = False,
-        updates_only: bool = False,
-        ignore_deletes: bool = False,
-        meta_only: bool = False,
-    ) -> Watch:
+    async def watch(self, keys: str | list[str] = ">", **options: bool) -> Watch:
+        """KeyValue.watch; `options` are KvWatchOptions', which nats-py's KeyValue.watch takes by the same names."""
+        natspy_options = dataclasses.asdict(KvWatchOptions(**options))
         version = metadata.version("nats-py")
         filters = [keys] if isinstance(keys, str) else keys
         if len(filters) != 1:
             raise Unsupported("unsupported", f"nats-py {version}'s KeyValue.watch takes one key or range, not {keys}")
-        options = {"include_history": include_history, "ignore_deletes": ignore_deletes, "meta_only": meta_only}
-        if updates_only:
+        if natspy_options.pop("updates_only"):  # asked for only when wanted: earlier releases lack it
             natspy_lacks(self.kv.watch, "updates_only", version)
-            options["updates_only"] = True
+            natspy_options["updates_only"] = True
         with kv_errors("watch"):
-            return natspy_watch(await self.kv.watch(filters[0], **options), kv_entry, self.session)
+            return natspy_watch(await self.kv.watch(filters[0], **natspy_options), kv_entry, self.session)
 
 
 async def natspy_kv_create(

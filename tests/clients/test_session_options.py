@@ -1,6 +1,6 @@
-"""The options objects of a session's calls (base.py: OrderedOptions, PushOptions, ConsumeOptions, ConnectOptions)
-reach each client as it takes them: a driver as PROTOCOL.md's request fields, nats-py as its own keywords, a variant
-as the options the application gave."""
+"""The options objects of a session's calls (base.py: OrderedOptions, PushOptions, ConsumeOptions, ConnectOptions,
+KvWatchOptions) reach each client as it takes them: a driver as PROTOCOL.md's request fields, nats-py as its own
+keywords, a variant as the options the application gave."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from jetcheck.conformance.clients.base import (
     PushOptions,
     StartPolicy,
 )
-from jetcheck.conformance.clients.driver_adapter import DriverAdapter, DriverSession
+from jetcheck.conformance.clients.driver_adapter import DriverAdapter, DriverKeyValue, DriverSession
 from jetcheck.conformance.clients.natspy import NatsPySession
 from jetcheck.credentials import Credentials
 from jetcheck.testing import variants
@@ -120,6 +120,30 @@ async def test_connect_sends_the_prefixes_only_when_set(process, monkeypatch, op
         "connect",
         {"session": "s1", "url": "nats://127.0.0.1:1", "credentials": {"user": "u"}, **fields},
     )
+
+
+@pytest.mark.asyncio
+async def test_a_kv_watch_sends_its_keys_and_every_option(driver_session, process):
+    kv = DriverKeyValue(driver_session, "B")
+    await kv.watch("a.>", meta_only=True)
+    ((op, sent),) = process.requests
+    assert op == "kv_watch"
+    assert {k: v for k, v in sent.items() if k != "sub"} == {
+        "session": "s1",
+        "bucket": "B",
+        "keys": ["a.>"],
+        "include_history": False,
+        "updates_only": False,
+        "ignore_deletes": False,
+        "meta_only": True,
+    }
+
+
+@pytest.mark.asyncio
+async def test_a_kv_watch_refuses_an_option_adr8_does_not_have(driver_session, process):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'headers_only'"):
+        await DriverKeyValue(driver_session, "B").watch("a.>", headers_only=True)
+    assert process.requests == []
 
 
 @pytest.mark.asyncio
