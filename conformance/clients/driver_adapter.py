@@ -22,6 +22,7 @@ from .base import (
     ClientEvent,
     ConnectOptions,
     ConsumeOptions,
+    ConsumptionOptions,
     Delivery,
     Documented,
     EventLog,
@@ -68,8 +69,9 @@ def start_request(start: StartPolicy | None) -> dict | None:
 SECONDS_FIELDS = frozenset({"idle_heartbeat", "inactive_threshold", "expires", "reconnect_wait"})
 
 
-def request_fields(options: OrderedOptions | PushOptions | ConsumeOptions | ConnectOptions) -> dict:
-    """A request's options as the fields of its PROTOCOL.md request (a start policy as its JSON)."""
+def request_fields(options: ConsumptionOptions | ConnectOptions | KvWatchOptions) -> dict:
+    """A request's options (any of base.py's) as the fields of its PROTOCOL.md request (a start policy as its
+    JSON)."""
     fields = {}
     for each in dataclasses.fields(options):
         value = getattr(options, each.name)
@@ -443,11 +445,8 @@ class DriverKeyValue:
         )
 
     async def watch(self, keys: str | list[str] = ">", **options: bool) -> Watch:
-        """KeyValue.watch; `options` are KvWatchOptions', as PROTOCOL.md's kv_watch names them too."""
-        request = {
-            "keys": [keys] if isinstance(keys, str) else list(keys),
-            **dataclasses.asdict(KvWatchOptions(**options)),
-        }
+        """KeyValue.watch; `options` are KvWatchOptions'."""
+        request = {"keys": [keys] if isinstance(keys, str) else list(keys), **request_fields(KvWatchOptions(**options))}
         return await self.session.streamed_watch(
             lambda sub: self._ask("kv_watch", sub=sub, **request),
             lambda record: kv_entry_from(record["entry"]) if record.get("entry") is not None else None,
