@@ -12,7 +12,14 @@ import asyncio
 
 import pytest
 
-from jetcheck.conformance.clients.base import MISSED_HEARTBEAT, TERMINAL, Unsupported, connected
+from jetcheck.conformance.clients.base import (
+    MISSED_HEARTBEAT,
+    TERMINAL,
+    ConsumeOptions,
+    PushOptions,
+    Unsupported,
+    connected,
+)
 from jetcheck.conformance.jsapi import api
 from jetcheck.conformance.silence import answering, deliveries
 
@@ -51,9 +58,9 @@ async def consumption(client, s, nc, stream, names, observe):
             consumer = names.consumer()
             await api(nc, f"$JS.API.CONSUMER.CREATE.{stream.name}.{consumer}", {"stream_name": stream.name,
                       "config": {"durable_name": consumer, "ack_policy": "explicit"}})  # fmt: skip
-            sub = await s.consume(stream.name, consumer, idle_heartbeat=hb)
+            sub = await s.consume(stream.name, consumer, ConsumeOptions(idle_heartbeat=hb))
         else:
-            sub = await s.push(stream.name, stream.subject(">"), idle_heartbeat=hb)
+            sub = await s.push(stream.name, stream.subject(">"), PushOptions(idle_heartbeat=hb))
     except Unsupported as exc:
         pytest.fail(
             f"continuous {kind} consumption with idle heartbeats is not implemented by {client.name} "

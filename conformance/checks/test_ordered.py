@@ -14,7 +14,7 @@ from collections import Counter
 
 import pytest
 
-from jetcheck.conformance.clients import StartPolicy
+from jetcheck.conformance.clients import OrderedOptions, StartPolicy
 from jetcheck.conformance.clients.base import ADR17_ORDERED_PUSH_CONFIG, Unsupported, connected
 from jetcheck.conformance.jsapi import NS, ApiError, api, eventually
 from jetcheck.conformance.silence import deliveries
@@ -37,13 +37,13 @@ def wait_s(client) -> float:
     return 4.0 + 4 * heartbeat(client)
 
 
-async def ordered(client, s, observe, stream: str, subject: str, **options):
+async def ordered(client, s, observe, stream: str, subject: str, options: OrderedOptions):
     """The client's ordered consumer (ADR-17 requires one: a client without it fails), its heartbeat recorded."""
     try:
-        sub = await s.ordered(stream, subject, **options)
+        sub = await s.ordered(stream, subject, options)
     except Unsupported as exc:
         pytest.fail(f"ordered consumers are not implemented by {client.name} {client.version} ({exc}); ADR-17")
-    asked = options.get("idle_heartbeat")
+    asked = options.idle_heartbeat
     if asked is not None:  # the default consumer's heartbeat is recorded by the check that makes one
         observe("idle_heartbeat_s", asked)
         observe("effective_idle_heartbeat_s", getattr(sub, "effective_idle_heartbeat_s", asked))
@@ -124,7 +124,8 @@ async def consuming(client, target, proxied, observe, js, stream, idle_heartbeat
     published to stream.subject("x"); yields (session, subscription, those deliveries, their stream sequences)."""
     published = await publish(js, [stream.subject("x")] * 3)
     async with connected(client, proxied.url, target.credentials) as s:
-        sub = await ordered(client, s, observe, stream.name, stream.subject(">"), idle_heartbeat=idle_heartbeat)
+        options = OrderedOptions(idle_heartbeat=idle_heartbeat)
+        sub = await ordered(client, s, observe, stream.name, stream.subject(">"), options)
         yield s, sub, await consume_initial(client, s, sub, 3), published
 
 
@@ -155,11 +156,11 @@ async def test_a_dropped_delivery_is_redelivered_in_order(client, target, proxie
         assert not problem, f"{client.name} {client.version}: {problem}{reported(s)}"
 
 
-async def reset_by_gap(client, proxied, js, stream, s, observe, **options):
+async def reset_by_gap(client, proxied, js, stream, s, observe, options: OrderedOptions):
     """An ordered consumer that delivered 3 messages, then lost the 2nd of 3 more: (subscription, deliveries)."""
     subject = stream.subject("x")
     await publish(js, [subject] * 3)
-    sub = await ordered(client, s, observe, stream.name, stream.subject(">"), **options)
+    sub = await ordered(client, s, observe, stream.name, stream.subject(">"), options)
     await consume_initial(client, s, sub, 3)
     proxied.drop_delivery(2)
     await publish(js, [subject] * 3)
@@ -209,7 +210,7 @@ async def test_the_recreated_consumer_has_the_ordered_settings(client, target, p
     observe("documented", {"kind": docs.ordered_kind, "config": dict(docs.ordered_config)})
     stream = await make_stream()
     async with connected(client, proxied.url, target.credentials) as s:
-        _, got = await reset_by_gap(client, proxied, js, stream, s, observe, idle_heartbeat=hb)
+        _, got = await reset_by_gap(client, proxied, js, stream, s, observe, OrderedOptions(idle_heartbeat=hb))
         (switch,) = resets(got)[:1] or [None]
         assert switch is not None, f"{client.name} delivered everything without recreating its consumer: {got}"
         consumer, last_before, _ = switch
@@ -220,7 +221,7 @@ async def test_the_recreated_consumer_has_the_ordered_settings(client, target, p
         start = {"deliver_policy": "by_start_sequence", "opt_start_seq": last_before + 1}  # ADR-17, any kind
         wrong = config_deviations(config, wanted | start)
         assert not wrong, f"{documents(client, wanted)}; the consumer it recreated ({consumer}) has {'; '.join(wrong)}"
-        default_sub = await ordered(client, s, observe, stream.name, stream.subject(">"))
+        default_sub = await ordered(client, s, observe, stream.name, stream.subject(">"), OrderedOptions())
         first = await default_sub.inbox.next(wait_s(client))
         default = await consumer_config(nc, stream.name, first.consumer)
         assert default is not None
@@ -242,9 +243,8 @@ async def test_the_old_consumer_is_gone_after_its_inactive_threshold(
     """After a reset the replaced consumer disappears within the application's inactive threshold (or at once)."""
     stream = await make_stream()
     async with connected(client, proxied.url, target.credentials) as s:
-        _, got = await reset_by_gap(
-            client, proxied, js, stream, s, observe, idle_heartbeat=heartbeat(client), inactive_threshold=INACTIVE_S
-        )
+        options = OrderedOptions(idle_heartbeat=heartbeat(client), inactive_threshold=INACTIVE_S)
+        _, got = await reset_by_gap(client, proxied, js, stream, s, observe, options)
         old = got[0].consumer
         reset_at = next(d.at for d in got if d.consumer != old)
         config = await consumer_config(nc, stream.name, old)
@@ -331,7 +331,7 @@ async def test_a_filtered_ordered_consumer_delivers_only_its_subject_across_a_re
     seqs = await publish(js, [a, b, a, b, a])
     expected = [seq for seq, subj in zip(seqs, [a, b, a, b, a], strict=True) if subj == a]
     async with connected(client, proxied.url, target.credentials) as s:
-        sub = await ordered(client, s, observe, stream.name, a, idle_heartbeat=heartbeat(client))
+        sub = await ordered(client, s, observe, stream.name, a, OrderedOptions(idle_heartbeat=heartbeat(client)))
         await consume_initial(client, s, sub, len(expected))
         proxied.drop_delivery(2)
         layout = [b, a, a, b, a]
@@ -369,9 +369,8 @@ async def test_an_ordered_consumer_keeps_its_start_and_continues_after_a_reset(
         "last_per_subject": (StartPolicy("last_per_subject"), [5, 6]),
     }[policy]
     async with connected(client, proxied.url, target.credentials) as s:
-        sub = await ordered(
-            client, s, observe, stream.name, stream.subject(">"), idle_heartbeat=heartbeat(client), start=start
-        )
+        options = OrderedOptions(idle_heartbeat=heartbeat(client), start=start)
+        sub = await ordered(client, s, observe, stream.name, stream.subject(">"), options)
         first = await consume_initial(client, s, sub, len(expected))
         problem = ordered_once(first, expected, f"from start policy {policy}")
         assert not problem, f"{client.name} {client.version}: {problem}{reported(s)}"

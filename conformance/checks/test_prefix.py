@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from jetcheck.conformance.clients.base import ClientError, Indeterminate, Unsupported, refusal
+from jetcheck.conformance.clients.base import ClientError, ConnectOptions, Indeterminate, Unsupported, refusal
 from jetcheck.conformance.jsapi import subject_messages
 from jetcheck.conformance.plugin import na
 from jetcheck.fixtures.accounts import API_PREFIX, INBOX_PREFIX, PrefixedAccounts
@@ -59,12 +59,8 @@ async def test_kv_put_through_an_api_prefix_goes_to_the_prefixed_kv_subject(clie
         await importer.subscribe(f"{API_PREFIX}.$KV.{bucket}.>", cb=seen)
         await importer.flush()
         try:
-            session = await client.connect(
-                prefixed_accounts.url,
-                prefixed_accounts.credentials("i"),
-                api_prefix=API_PREFIX,
-                inbox_prefix=INBOX_PREFIX,
-            )
+            prefixes = ConnectOptions(api_prefix=API_PREFIX, inbox_prefix=INBOX_PREFIX)
+            session = await client.connect(prefixed_accounts.url, prefixed_accounts.credentials("i"), prefixes)
         except Unsupported as lacking:
             na(str(lacking))
         try:

@@ -10,7 +10,7 @@ import nats.errors
 import pytest
 
 from jetcheck.conformance.checks.answers import who
-from jetcheck.conformance.clients.base import Unsupported, connected, refusal
+from jetcheck.conformance.clients.base import PushOptions, Unsupported, connected, refusal
 from jetcheck.conformance.jsapi import api, assert_removed_once_inactive, eventually
 from jetcheck.conformance.silence import answering, deliveries
 
@@ -45,10 +45,10 @@ async def publish_numbered(js, subject: str, numbers: range) -> None:
         await js.publish(subject, str(n).encode())
 
 
-async def client_push(client, session, stream: str, subject: str, **consumer):
+async def client_push(client, session, stream: str, subject: str, options: PushOptions):
     """The client's push consumer; its absence is a failure: the server documents push consumers."""
     try:
-        return await session.push(stream, subject, idle_heartbeat=None, **consumer)
+        return await session.push(stream, subject, options)
     except Unsupported as exc:
         pytest.fail(f"push consumers are not implemented by {who(client)} ({exc}); the server documents them")
 
@@ -80,7 +80,7 @@ async def test_durable_subscribe_creates_a_named_push_consumer(client, target, j
     durable = names.consumer()
     await publish_numbered(js, stream.subject("a"), range(1, 4))
     async with connected(client, target.url, target.credentials) as s:
-        sub = await client_push(client, s, stream.name, stream.subject("a"), durable=durable)
+        sub = await client_push(client, s, stream.name, stream.subject("a"), PushOptions(durable=durable))
         assert await delivered(client, s, sub, 3) == [b"1", b"2", b"3"]
         config = await consumer_config(nc, stream.name, durable)
         got = (config.get("durable_name"), bool(config.get("deliver_subject")), config.get("filter_subject"))
@@ -132,7 +132,7 @@ async def test_ephemeral_push_consumer_goes_once_unsubscribed(client, target, js
     # long enough that even a loaded machine looks again well before it: a removal sooner can only be seen then
     threshold = 2.0
     async with connected(client, target.url, target.credentials) as s:
-        sub = await client_push(client, s, stream.name, stream.subject("a"), inactive_threshold=threshold)
+        sub = await client_push(client, s, stream.name, stream.subject("a"), PushOptions(inactive_threshold=threshold))
         assert await delivered(client, s, sub, 2) == [b"1", b"2"]
         name = sub.inbox.deliveries[0].consumer
         config = await consumer_config(nc, stream.name, name)
@@ -162,12 +162,12 @@ async def test_queue_group_members_share_the_messages(client, target, js, nc, ma
     stream = await make_stream()
     subject, queue = stream.subject("a"), names.consumer()
     async with connected(client, target.url, target.credentials) as s:
-        members = [await client_push(client, s, stream.name, subject, durable=queue, queue=queue)]
+        members = [await client_push(client, s, stream.name, subject, PushOptions(durable=queue, queue=queue))]
         config = await consumer_config(nc, stream.name, queue)
         assert config.get("deliver_group") == queue, (
             f"a queue's push consumer has the queue as its deliver_group; {who(client)}'s queue {queue} made {config}"
         )
-        members.append(await client_push(client, s, stream.name, subject, durable=queue, queue=queue))
+        members.append(await client_push(client, s, stream.name, subject, PushOptions(durable=queue, queue=queue)))
         total = 20
         await publish_numbered(js, subject, range(total))
         # Each member is read until it has been silent for QUIET_S, so a duplicate would still be seen.
@@ -185,15 +185,15 @@ async def test_subscriptions_must_match_the_consumers_deliver_group(client, targ
     stream = await make_stream()
     subject, queue, ungrouped = stream.subject("a"), names.consumer(), names.consumer()
     async with connected(client, target.url, target.credentials) as s:
-        await client_push(client, s, stream.name, subject, durable=queue, queue=queue)
-        await client_push(client, s, stream.name, subject, durable=ungrouped)
+        await client_push(client, s, stream.name, subject, PushOptions(durable=queue, queue=queue))
+        await client_push(client, s, stream.name, subject, PushOptions(durable=ungrouped))
         wrong, refusals = [], []
         for durable in (queue, ungrouped):
             # The mismatch is asked of the group the consumer has (the server's part is push.queue-group's).
             group = (await consumer_config(nc, stream.name, durable)).get("deliver_group")
             wanted = None if group else queue
             asked = f"{durable} (deliver_group {group}) with queue {wanted}"
-            refused = await refusal(s.push(stream.name, subject, idle_heartbeat=None, durable=durable, queue=wanted))
+            refused = await refusal(s.push(stream.name, subject, PushOptions(durable=durable, queue=wanted)))
             if refused is None:
                 wrong.append(f"accepted {asked}")
             elif isinstance(refused, Unsupported):

@@ -18,7 +18,19 @@ from jetcheck.errors import ConfigError
 from jetcheck.specs import ClientSpec
 
 from . import features  # noqa: F401  (attaches the server-feature ops to both sessions)
-from .base import ClientAdapter, ClientEvent, ClientSession, Delivery, Documented, EventLog, StartPolicy
+from .base import (
+    ClientAdapter,
+    ClientEvent,
+    ClientSession,
+    ConnectOptions,
+    ConsumeOptions,
+    Delivery,
+    Documented,
+    EventLog,
+    OrderedOptions,
+    PushOptions,
+    StartPolicy,
+)
 from .build import natspy_installed, natspy_release
 from .natspy import NatsPyAdapter
 
@@ -52,9 +64,13 @@ __all__ = [
     "ClientEvent",
     "ClientSession",
     "ClientVariant",
+    "ConnectOptions",
+    "ConsumeOptions",
     "Delivery",
     "Documented",
     "EventLog",
+    "OrderedOptions",
+    "PushOptions",
     "StartPolicy",
     "adapter_for",
     "client_environment",

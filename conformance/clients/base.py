@@ -53,6 +53,56 @@ class StartPolicy:
     time: dt.datetime | None = None
 
 
+# The settings of each consumption request and of a connection: one frozen object each, defined here once, so the
+# session protocol, its implementations and the wrappers around them pass one argument instead of each spelling the
+# list. Durations are seconds; None leaves a setting to the client's (or the server's) default. Keywords only: a
+# setting is named where it is given.
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConsumptionOptions:
+    """What every consumption request may set: the idle heartbeat the consumer is asked for."""
+
+    idle_heartbeat: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class OrderedOptions(ConsumptionOptions):
+    """An ordered consumer (ADR-17): where it starts (all when None), and the inactive threshold of each consumer
+    it creates."""
+
+    start: StartPolicy | None = None
+    inactive_threshold: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PushOptions(ConsumptionOptions):
+    """A push consumer: ephemeral, or durable `durable` (bound as it is when it exists); shared by queue group
+    `queue` (its deliver_group) when given; its inactive threshold."""
+
+    durable: str | None = None
+    queue: str | None = None
+    inactive_threshold: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConsumeOptions(ConsumptionOptions):
+    """Continuous pull consumption: each pull's expiry and the most messages it asks for."""
+
+    expires: float | None = None
+    max_messages: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConnectOptions:
+    """A session: it reconnects forever every `reconnect_wait` seconds; with `api_prefix` its JetStream context uses
+    that API prefix instead of $JS.API (ADR-19), with `inbox_prefix` its inboxes start with that instead of _INBOX."""
+
+    reconnect_wait: float = 0.1
+    api_prefix: str = ""
+    inbox_prefix: str = ""
+
+
 # ADR-17 (Consumer Configuration Checks): the consumer an ordered push subscription creates. An ordered pull
 # consumer has no flow control; the clients' tables start from these and say where their client departs.
 ADR17_ORDERED_PUSH_CONFIG: Mapping[str, object] = {
@@ -232,41 +282,15 @@ class ClientSession(Protocol):
 
     events: EventLog
 
-    async def ordered(
-        self,
-        stream: str,
-        subject: str,
-        *,
-        idle_heartbeat: float | None = None,
-        start: StartPolicy | None = None,
-        inactive_threshold: float | None = None,
-    ) -> Subscription:
+    async def ordered(self, stream: str, subject: str, options: OrderedOptions = OrderedOptions()) -> Subscription:
         """An ordered consumer (ADR-17) on `subject` of `stream`, delivering into its inbox."""
         ...
 
-    async def push(
-        self,
-        stream: str,
-        subject: str,
-        *,
-        idle_heartbeat: float | None,
-        durable: str | None = None,
-        queue: str | None = None,
-        inactive_threshold: float | None = None,
-    ) -> Subscription:
-        """A push consumer with idle heartbeats (the client's continuous consumption): ephemeral, or durable `durable`
-        (bound as it is when it exists), shared by queue group `queue` (its deliver_group) when given."""
+    async def push(self, stream: str, subject: str, options: PushOptions = PushOptions()) -> Subscription:
+        """A push consumer with idle heartbeats (the client's continuous consumption) on `subject` of `stream`."""
         ...
 
-    async def consume(
-        self,
-        stream: str,
-        consumer: str,
-        *,
-        idle_heartbeat: float | None,
-        expires: float | None = None,
-        max_messages: int | None = None,
-    ) -> Subscription:
+    async def consume(self, stream: str, consumer: str, options: ConsumeOptions = ConsumeOptions()) -> Subscription:
         """Continuous pull consumption of an existing pull consumer, acking each message; Unsupported if none."""
         ...
 
@@ -308,17 +332,9 @@ class ClientAdapter(Protocol):
     documented: Documented
 
     async def connect(
-        self,
-        url: str,
-        credentials: Credentials,
-        *,
-        reconnect_wait: float = 0.1,
-        api_prefix: str = "",
-        inbox_prefix: str = "",
+        self, url: str, credentials: Credentials, options: ConnectOptions = ConnectOptions()
     ) -> ClientSession:
-        """A session through `url`, reconnecting forever every `reconnect_wait` seconds; with `api_prefix` its
-        JetStream context uses that API prefix instead of $JS.API (ADR-19), with `inbox_prefix` its inboxes start
-        with that instead of _INBOX. Unsupported when the client cannot take one."""
+        """A session through `url` as `options` say; Unsupported when the client cannot take a prefix."""
         ...
 
 
@@ -473,6 +489,18 @@ class KvStatus:
     history: int
     ttl: float  # seconds; 0 for none
     limit_marker_ttl: float | None = None  # ADR-48 LimitMarkerTTL, seconds (0: no markers); None: not reported
+
+
+@dataclass(frozen=True, kw_only=True)
+class KvWatchOptions:
+    """A KV watcher's options, ADR-8's: every value of each key rather than the last, only what changes after the
+    watch starts, no deletes or purges, entries without their values. KeyValue.watch takes them as keywords; an
+    adapter's watch gathers them here, so the list stands once outside the protocol."""
+
+    include_history: bool = False
+    updates_only: bool = False
+    ignore_deletes: bool = False
+    meta_only: bool = False
 
 
 class KeyValue(Protocol):

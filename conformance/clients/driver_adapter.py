@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import datetime as dt
 import itertools
 import threading
@@ -19,6 +20,9 @@ from .base import (
     KV_PUT,
     ClientError,
     ClientEvent,
+    ConnectOptions,
+    ConsumeOptions,
+    ConsumptionOptions,
     Delivery,
     Documented,
     EventLog,
@@ -27,8 +31,11 @@ from .base import (
     KeyNotFound,
     KvEntry,
     KvStatus,
+    KvWatchOptions,
     ObjectInfo,
     ObjectStoreStatus,
+    OrderedOptions,
+    PushOptions,
     StartPolicy,
     Watch,
 )
@@ -56,6 +63,21 @@ def start_request(start: StartPolicy | None) -> dict | None:
         return None
     when = start.time.isoformat() if start.time is not None else None
     return {"deliver_policy": start.deliver_policy, "seq": start.seq, "time": when}
+
+
+# PROTOCOL.md names a duration (seconds) with an `_s` suffix; every other setting keeps its options field's name.
+SECONDS_FIELDS = frozenset({"idle_heartbeat", "inactive_threshold", "expires", "reconnect_wait"})
+
+
+def request_fields(options: ConsumptionOptions | ConnectOptions | KvWatchOptions) -> dict:
+    """A request's options (any of base.py's) as the fields of its PROTOCOL.md request (a start policy as its
+    JSON)."""
+    fields = {}
+    for each in dataclasses.fields(options):
+        value = getattr(options, each.name)
+        name = f"{each.name}_s" if each.name in SECONDS_FIELDS else each.name
+        fields[name] = start_request(value) if isinstance(value, StartPolicy) else value
+    return fields
 
 
 class DriverSubscription:
@@ -132,64 +154,18 @@ class DriverSession:
         return watch
 
     async def ordered(
-        self,
-        stream: str,
-        subject: str,
-        *,
-        idle_heartbeat: float | None = None,
-        start: StartPolicy | None = None,
-        inactive_threshold: float | None = None,
+        self, stream: str, subject: str, options: OrderedOptions = OrderedOptions()
     ) -> DriverSubscription:
-        return await self._subscribe(
-            "ordered",
-            "o",
-            stream=stream,
-            subject=subject,
-            idle_heartbeat_s=idle_heartbeat,
-            start=start_request(start),
-            inactive_threshold_s=inactive_threshold,
-        )
+        return await self._subscribe("ordered", "o", stream=stream, subject=subject, **request_fields(options))
 
-    async def push(
-        self,
-        stream: str,
-        subject: str,
-        *,
-        idle_heartbeat: float | None,
-        durable: str | None = None,
-        queue: str | None = None,
-        inactive_threshold: float | None = None,
-    ) -> DriverSubscription:
-        return await self._subscribe(
-            "push",
-            "p",
-            stream=stream,
-            subject=subject,
-            idle_heartbeat_s=idle_heartbeat,
-            durable=durable,
-            queue=queue,
-            inactive_threshold_s=inactive_threshold,
-        )
+    async def push(self, stream: str, subject: str, options: PushOptions = PushOptions()) -> DriverSubscription:
+        return await self._subscribe("push", "p", stream=stream, subject=subject, **request_fields(options))
 
     async def consume(
-        self,
-        stream: str,
-        consumer: str,
-        *,
-        idle_heartbeat: float | None = None,
-        expires: float | None = None,
-        max_messages: int | None = None,
+        self, stream: str, consumer: str, options: ConsumeOptions = ConsumeOptions()
     ) -> DriverSubscription:
         """Continuous pull consumption of an existing pull consumer, acking each message."""
-        return await self._subscribe(
-            "consume",
-            "c",
-            stream=stream,
-            consumer=consumer,
-            idle_heartbeat_s=idle_heartbeat,
-            expires_s=expires,
-            max_messages=max_messages,
-        )
+        return await self._subscribe("consume", "c", stream=stream, consumer=consumer, **request_fields(options))
 
     async def fetch(
         self, stream: str, consumer: str, *, batch: int, expires: float, idle_heartbeat: float | None
@@ -372,25 +348,17 @@ class DriverAdapter:
                 self._process.request_sync("misbehave", modes=modes)
 
     async def connect(
-        self,
-        url: str,
-        credentials: Credentials,
-        *,
-        reconnect_wait: float = 0.1,
-        api_prefix: str = "",
-        inbox_prefix: str = "",
+        self, url: str, credentials: Credentials, options: ConnectOptions = ConnectOptions()
     ) -> DriverSession:
         process = self.process()
-        # PROTOCOL.md connect's optional api_prefix and inbox_prefix (ADR-19), sent only when set
-        prefixes = {k: v for k, v in (("api_prefix", api_prefix), ("inbox_prefix", inbox_prefix)) if v}
+        # PROTOCOL.md connect's api_prefix and inbox_prefix (ADR-19) are optional: sent only when set
+        connection = {name: value for name, value in request_fields(options).items() if value != ""}
         session = DriverSession(process, f"s{next(self._ids)}", self._ids)
         secrets = credentials_request(credentials)
         process.secrets.extend(v for k, v in secrets.items() if k in ("password", "token"))
         process.route("session", session.id, session.on_event)
         try:
-            await process.request(
-                "connect", session=session.id, url=url, credentials=secrets, reconnect_wait_s=reconnect_wait, **prefixes
-            )
+            await process.request("connect", session=session.id, url=url, credentials=secrets, **connection)
         except BaseException:
             process.unroute("session", session.id)
             raise
@@ -476,24 +444,11 @@ class DriverKeyValue:
             float(markers) if markers is not None else None,
         )
 
-    async def watch(
-        self,
-        keys: str | list[str] = ">",
-        *,
-        include_history: bool = False,
-        updates_only: bool = False,
-        ignore_deletes: bool = False,
-        meta_only: bool = False,
-    ) -> Watch:
-        options = {
-            "keys": [keys] if isinstance(keys, str) else list(keys),
-            "include_history": include_history,
-            "updates_only": updates_only,
-            "ignore_deletes": ignore_deletes,
-            "meta_only": meta_only,
-        }
+    async def watch(self, keys: str | list[str] = ">", **options: bool) -> Watch:
+        """KeyValue.watch; `options` are KvWatchOptions'."""
+        request = {"keys": [keys] if isinstance(keys, str) else list(keys), **request_fields(KvWatchOptions(**options))}
         return await self.session.streamed_watch(
-            lambda sub: self._ask("kv_watch", sub=sub, **options),
+            lambda sub: self._ask("kv_watch", sub=sub, **request),
             lambda record: kv_entry_from(record["entry"]) if record.get("entry") is not None else None,
         )
 

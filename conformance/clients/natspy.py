@@ -27,6 +27,8 @@ from .base import (
     SEQUENCE_MISMATCH,
     ClientError,
     ClientEvent,
+    ConnectOptions,
+    ConsumeOptions,
     Delivery,
     Documented,
     EventLog,
@@ -34,8 +36,11 @@ from .base import (
     Inbox,
     KvEntry,
     KvStatus,
+    KvWatchOptions,
     ObjectInfo,
     ObjectStoreStatus,
+    OrderedOptions,
+    PushOptions,
     StartPolicy,
     Unsupported,
     Watch,
@@ -149,50 +154,30 @@ class NatsPySession:
         return self.nc.jetstream(prefix=self.api_prefix) if self.api_prefix else self.nc.jetstream()
 
     async def ordered(
-        self,
-        stream: str,
-        subject: str,
-        *,
-        idle_heartbeat: float | None = None,
-        start: StartPolicy | None = None,
-        inactive_threshold: float | None = None,
+        self, stream: str, subject: str, options: OrderedOptions = OrderedOptions()
     ) -> NatsPySubscription:
         return await self.subscribe(
             stream,
             subject,
-            config=start_config(start),
+            config=start_config(options.start),
             ordered_consumer=True,
-            idle_heartbeat=idle_heartbeat,
-            inactive_threshold=inactive_threshold,
+            idle_heartbeat=options.idle_heartbeat,
+            inactive_threshold=options.inactive_threshold,
         )
 
-    async def push(
-        self,
-        stream: str,
-        subject: str,
-        *,
-        idle_heartbeat: float | None,
-        durable: str | None = None,
-        queue: str | None = None,
-        inactive_threshold: float | None = None,
-    ) -> NatsPySubscription:
+    async def push(self, stream: str, subject: str, options: PushOptions = PushOptions()) -> NatsPySubscription:
         config = api.ConsumerConfig(ack_policy=api.AckPolicy.NONE)
         try:
-            return await self.subscribe(
-                stream,
-                subject,
-                config=config,
-                idle_heartbeat=idle_heartbeat,
-                durable=durable,
-                queue=queue,
-                inactive_threshold=inactive_threshold,
-            )
+            # PushOptions' fields are js.subscribe's own keywords (idle_heartbeat, durable, queue, inactive_threshold)
+            return await self.subscribe(stream, subject, config=config, **dataclasses.asdict(options))
         except nats.js.errors.APIError as exc:
             raise ClientError("api", f"{type(exc).__name__}: {exc}", exc.code, exc.err_code) from exc
         except nats.js.errors.Error as exc:  # the client's own refusal, e.g. a deliver group mismatch
             raise ClientError("invalid", f"{type(exc).__name__}: {exc}") from exc
 
-    async def consume(self, stream: str, consumer: str, **options) -> NatsPySubscription:
+    async def consume(
+        self, stream: str, consumer: str, options: ConsumeOptions = ConsumeOptions()
+    ) -> NatsPySubscription:
         raise Unsupported("unsupported", f"nats-py {metadata.version('nats-py')} has no continuous pull consumption")
 
     async def subscribe(self, stream: str, subject: str, **options) -> NatsPySubscription:
@@ -334,25 +319,18 @@ class NatsPyKeyValue:
         markers = getattr(status, "marker_ttl", None)  # nats-py's BucketStatus.marker_ttl (ADR-48 LimitMarkerTTL)
         return KvStatus(status.bucket, status.values, status.history, float(status.ttl or 0), float(markers or 0))
 
-    async def watch(
-        self,
-        keys: str | list[str] = ">",
-        *,
-        include_history: bool = False,
-        updates_only: bool = False,
-        ignore_deletes: bool = False,
-        meta_only: bool = False,
-    ) -> Watch:
+    async def watch(self, keys: str | list[str] = ">", **options: bool) -> Watch:
+        """KeyValue.watch; `options` are KvWatchOptions', which nats-py's KeyValue.watch takes by the same names."""
+        natspy_options = dataclasses.asdict(KvWatchOptions(**options))
         version = metadata.version("nats-py")
         filters = [keys] if isinstance(keys, str) else keys
         if len(filters) != 1:
             raise Unsupported("unsupported", f"nats-py {version}'s KeyValue.watch takes one key or range, not {keys}")
-        options = {"include_history": include_history, "ignore_deletes": ignore_deletes, "meta_only": meta_only}
-        if updates_only:
+        if natspy_options.pop("updates_only"):  # asked for only when wanted: earlier releases lack it
             natspy_lacks(self.kv.watch, "updates_only", version)
-            options["updates_only"] = True
+            natspy_options["updates_only"] = True
         with kv_errors("watch"):
-            return natspy_watch(await self.kv.watch(filters[0], **options), kv_entry, self.session)
+            return natspy_watch(await self.kv.watch(filters[0], **natspy_options), kv_entry, self.session)
 
 
 async def natspy_kv_create(
@@ -397,22 +375,16 @@ class NatsPyAdapter:
         return f"NatsPyAdapter(nats-py {self.version})"
 
     async def connect(
-        self,
-        url: str,
-        credentials: Credentials,
-        *,
-        reconnect_wait: float = 0.1,
-        api_prefix: str = "",
-        inbox_prefix: str = "",
+        self, url: str, credentials: Credentials, options: ConnectOptions = ConnectOptions()
     ) -> NatsPySession:
         session = NatsPySession()
-        session.api_prefix = api_prefix  # nc.jetstream(prefix=...) (ADR-19)
+        session.api_prefix = options.api_prefix  # nc.jetstream(prefix=...) (ADR-19)
         session.nc = await Target(url=url, credentials=credentials).connect(
             url,
-            **({"inbox_prefix": inbox_prefix} if inbox_prefix else {}),
+            **({"inbox_prefix": options.inbox_prefix} if options.inbox_prefix else {}),
             allow_reconnect=True,
             max_reconnect_attempts=-1,
-            reconnect_time_wait=reconnect_wait,
+            reconnect_time_wait=options.reconnect_wait,
             error_cb=session.on_error,
         )
         return session

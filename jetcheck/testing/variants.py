@@ -48,6 +48,8 @@ from jetcheck.conformance.clients.base import (
     ClientError,
     Delivery,
     EventLog,
+    OrderedOptions,
+    PushOptions,
 )
 from jetcheck.conformance.clients.driven_clients import MISBEHAVE_MODES
 from jetcheck.conformance.clients.natspy import NatsPySession, NatsPySubscription, delivery, start_config
@@ -161,15 +163,15 @@ class DropDeliveriesAfterReset(WrappedSession):
 class BindAnyQueue(WrappedSession):
     """Binds an existing push consumer with the consumer's own deliver_group as the queue, whatever was asked."""
 
-    async def push(self, stream: str, subject: str, **options):
-        if durable := options.get("durable"):
+    async def push(self, stream: str, subject: str, options: PushOptions = PushOptions()):
+        if options.durable:
             try:
-                info = await self.inner.js.consumer_info(stream, durable)
+                info = await self.inner.js.consumer_info(stream, options.durable)
             except nats.js.errors.NotFoundError:
                 info = None  # created below with the queue asked for
             if info is not None:
-                options["queue"] = info.config.deliver_group
-        return await super().push(stream, subject, **options)
+                options = dataclasses.replace(options, queue=info.config.deliver_group)
+        return await super().push(stream, subject, options)
 
 
 class WatchRelay(WrappedSession):
@@ -282,18 +284,18 @@ def misbehaving(mode: str):
 
 
 class NeverReset(WrappedSession):
-    async def ordered(self, stream: str, subject: str, *, start=None, idle_heartbeat=None, inactive_threshold=None):
+    async def ordered(self, stream: str, subject: str, options: OrderedOptions = OrderedOptions()):
         """A plain push consumer with nats-py's ordered settings, which nothing recreates."""
         config = start_config(
-            start,
+            options.start,
             ack_policy=api.AckPolicy.NONE,
             max_deliver=1,
             mem_storage=True,
             num_replicas=1,
-            inactive_threshold=inactive_threshold,
+            inactive_threshold=options.inactive_threshold,
         )
         return await self.inner.subscribe(
-            stream, subject, config=config, flow_control=True, idle_heartbeat=idle_heartbeat or 5.0
+            stream, subject, config=config, flow_control=True, idle_heartbeat=options.idle_heartbeat or 5.0
         )
 
 
@@ -377,17 +379,18 @@ async def cancel(task: asyncio.Task | None) -> None:
 
 
 class Adr37Heartbeats(WrappedSession):
-    async def push(self, stream: str, subject: str, *, idle_heartbeat: float | None, **consumer) -> NatsPySubscription:
-        if idle_heartbeat is None or any(v is not None for v in consumer.values()):
+    async def push(self, stream: str, subject: str, options: PushOptions = PushOptions()) -> NatsPySubscription:
+        heartbeat = options.idle_heartbeat
+        if heartbeat is None or options != PushOptions(idle_heartbeat=heartbeat):
             # durable, queue-group or ephemeral-with-threshold push consumers: nats-py's own (no heartbeat to watch)
-            return await self.inner.push(stream, subject, idle_heartbeat=idle_heartbeat, **consumer)
-        sub = await WatchedPush(self.inner, idle_heartbeat).start(stream, subject)
+            return await self.inner.push(stream, subject, options)
+        sub = await WatchedPush(self.inner, heartbeat).start(stream, subject)
         self.inner.subscriptions.append(sub)
         return sub
 
-    async def ordered(self, stream: str, subject: str, **options):
-        sub = await self.inner.ordered(stream, subject, **options)
-        return WatchedOrdered(sub, self.inner, options.get("idle_heartbeat") or self.documented_heartbeat)
+    async def ordered(self, stream: str, subject: str, options: OrderedOptions = OrderedOptions()):
+        sub = await self.inner.ordered(stream, subject, options)
+        return WatchedOrdered(sub, self.inner, options.idle_heartbeat or self.documented_heartbeat)
 
     documented_heartbeat = 5.0  # nats-py's ordered consumer heartbeat when none is given
 

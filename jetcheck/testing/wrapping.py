@@ -6,7 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from jetcheck.conformance.clients.base import Delivery, EventLog, Inbox, Watch
+from jetcheck.conformance.clients.base import (
+    ConnectOptions,
+    ConsumeOptions,
+    Delivery,
+    EventLog,
+    Inbox,
+    OrderedOptions,
+    PushOptions,
+    Watch,
+)
 
 
 class WrappedAdapter:
@@ -22,8 +31,8 @@ class WrappedAdapter:
     def __repr__(self) -> str:  # shown in a failing check's arguments: the client, not an object address
         return f"WrappedAdapter({self.name} {self.version})"
 
-    async def connect(self, url, credentials, *, reconnect_wait: float = 0.1, **prefixes):
-        return self.wrap_session(await self.inner.connect(url, credentials, reconnect_wait=reconnect_wait, **prefixes))
+    async def connect(self, url, credentials, options: ConnectOptions = ConnectOptions()):
+        return self.wrap_session(await self.inner.connect(url, credentials, options))
 
 
 class WrappedSession:
@@ -47,14 +56,14 @@ class WrappedSession:
         """The subscription as the application sees it (unchanged here)."""
         return sub
 
-    async def ordered(self, stream: str, subject: str, **options):
-        return self.subscription(await self.inner.ordered(stream, subject, **options))
+    async def ordered(self, stream: str, subject: str, options: OrderedOptions = OrderedOptions()):
+        return self.subscription(await self.inner.ordered(stream, subject, options))
 
-    async def push(self, stream: str, subject: str, **options):
-        return self.subscription(await self.inner.push(stream, subject, **options))
+    async def push(self, stream: str, subject: str, options: PushOptions = PushOptions()):
+        return self.subscription(await self.inner.push(stream, subject, options))
 
-    async def consume(self, stream: str, consumer: str, **options):
-        return self.subscription(await self.inner.consume(stream, consumer, **options))
+    async def consume(self, stream: str, consumer: str, options: ConsumeOptions = ConsumeOptions()):
+        return self.subscription(await self.inner.consume(stream, consumer, options))
 
     async def close(self) -> None:
         await self.inner.close()

@@ -19,6 +19,7 @@ from jetcheck.conformance.clients.base import (
     Documented,
     NotInRelease,
     ObjectInfo,
+    PushOptions,
     Unsupported,
     connected,
 )
@@ -96,7 +97,7 @@ async def test_deliveries_reach_the_subscriptions_inbox_with_driver_times_on_the
     adapter = request.getfixturevalue(which)
     session = await adapter.connect("nats://127.0.0.1:1", Credentials())
     asked = asyncio.get_running_loop().time()
-    sub = await session.push("S", "", idle_heartbeat=0.5)
+    sub = await session.push("S", "", PushOptions(idle_heartbeat=0.5))
     got = await sub.inbox.until(3, 5.0)
     received = asyncio.get_running_loop().time()
     assert [(d.stream_seq, d.payload, d.consumer) for d in got] == [
@@ -162,7 +163,7 @@ async def test_misbehave_modes_reach_the_driver_and_the_name(adapter):
 async def test_events_are_mapped_onto_the_event_log_kinds(session):
     """missed-heartbeat and reset keep their kinds; a kind jetcheck does not know is an error naming it."""
     since = asyncio.get_running_loop().time() - 0.05
-    await session.push("S", "missed-heartbeat,reset,strange", idle_heartbeat=0.5)
+    await session.push("S", "missed-heartbeat,reset,strange", PushOptions(idle_heartbeat=0.5))
     assert await session.events.wait_for(ERROR, since, 5.0) is not None
     kinds = [(e.kind, e.detail) for e in session.events.events]
     assert kinds == [
@@ -199,7 +200,7 @@ async def test_a_dead_driver_fails_the_request_and_every_later_one_with_its_reas
     with pytest.raises(DriverGone, match="exited with status 3"):
         await adapter.connect("nats://127.0.0.1:1", Credentials())
     with pytest.raises(DriverGone, match="exited with status 3"):
-        await session.push("S", "", idle_heartbeat=0.5)
+        await session.push("S", "", PushOptions(idle_heartbeat=0.5))
 
 
 @pytest.mark.asyncio

@@ -12,10 +12,12 @@ from jetcheck.conformance.clients.base import (
     MISSED_HEARTBEAT,
     RESET,
     TERMINAL,
+    ConsumeOptions,
     Delivery,
     Documented,
     EventLog,
     Inbox,
+    PushOptions,
     Watch,
 )
 from jetcheck.testing import variants, wrapping
@@ -37,7 +39,7 @@ class FakeSession:
         self.events = EventLog()
         self.subs: list[FakeSubscription] = []
 
-    async def ordered(self, stream: str, subject: str, **options) -> FakeSubscription:
+    async def ordered(self, stream: str, subject: str, options=None) -> FakeSubscription:
         self.subs.append(FakeSubscription())
         return self.subs[-1]
 
@@ -62,7 +64,7 @@ class FakeAdapter:
     def __init__(self) -> None:
         self.sessions: list[FakeSession] = []
 
-    async def connect(self, url, credentials, *, reconnect_wait: float = 0.1) -> FakeSession:
+    async def connect(self, url, credentials, options=None) -> FakeSession:
         self.sessions.append(FakeSession())
         return self.sessions[-1]
 
@@ -82,7 +84,7 @@ async def wrapped(*modes: str):
 async def test_swallowing_hides_missed_heartbeats_even_behind_another_wrapper():
     """The swallowing log replaces the innermost session's, so an outer wrapper does not bypass it."""
     session, client = await wrapped("swallow-missed-heartbeat", "duplicate-delivery")
-    await session.push("S", "s.>", idle_heartbeat=0.5)
+    await session.push("S", "s.>", PushOptions(idle_heartbeat=0.5))
     client.report(MISSED_HEARTBEAT)
     client.report("error")
     assert [e.kind for e in session.events.events] == ["error"]
@@ -100,7 +102,7 @@ async def test_duplicate_delivery_hands_every_delivery_over_twice():
 @pytest.mark.asyncio
 async def test_terminal_on_missed_heartbeat_ends_consumption_at_the_first_report():
     session, client = await wrapped("terminal-on-missed-heartbeat")
-    sub = await session.consume("S", "C", idle_heartbeat=0.5)
+    sub = await session.consume("S", "C", ConsumeOptions(idle_heartbeat=0.5))
     client.deliver(1)
     client.report(MISSED_HEARTBEAT)
     client.deliver(2)
@@ -125,7 +127,7 @@ async def test_drop_after_reset_stops_at_a_new_consumer_or_a_reset_report(how):
 @pytest.mark.asyncio
 async def test_chatty_reports_missed_heartbeats_while_data_flows_and_stops_on_close():
     session, client = await wrapped("chatty-missed-heartbeat")
-    await session.push("S", "s.>", idle_heartbeat=0.5)
+    await session.push("S", "s.>", PushOptions(idle_heartbeat=0.5))
     since = asyncio.get_running_loop().time()
     client.deliver(1)
     assert await session.events.wait_for(MISSED_HEARTBEAT, since, 1.0) is not None
