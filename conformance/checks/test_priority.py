@@ -8,8 +8,7 @@ import pytest
 
 from jetcheck.conformance.checks.answers import refused
 from jetcheck.conformance.clients.base import Indeterminate
-from jetcheck.conformance.jsapi import NS, RawPull, api, consumer_info, create_consumer, eventually, publish_raw, pull
-from jetcheck.conformance.silence import answering
+from jetcheck.conformance.jsapi import NS, RawPull, api, consumer_info, create_consumer, held_within, publish_raw, pull
 
 pytestmark = pytest.mark.asyncio
 
@@ -201,8 +200,7 @@ async def test_prioritized_serves_lower_priority_values_first(nc, names, make_st
             info = await consumer_info(nc, stream.name, consumer)
             return info.get("num_waiting") == len(order) or any(t.done() for t in collecting.values())
 
-        if not await eventually(all_waiting, WAIT_S):
-            await answering(nc)
+        if not await held_within(all_waiting, WAIT_S, nc):
             raise Indeterminate("timeout", f"the consumer did not list {len(order)} waiting pulls within {WAIT_S} s")
         for n in range(len(order)):
             await publish_raw(nc, stream.subject("a"), f"m{n}".encode())
