@@ -168,6 +168,15 @@ async def eventually(condition: Callable[[], Awaitable[bool]], timeout: float, i
         await asyncio.sleep(interval)
 
 
+async def held_within(condition: Callable[[], Awaitable[bool]], timeout: float, *parties: Client) -> bool:
+    """`eventually`, for a check that judges a condition that never held: False only once `parties` have answered a
+    ping after the wait (silence.answering), so that a silent server is never taken for the rule's answer."""
+    if await eventually(condition, timeout):
+        return True
+    await answering(*parties)
+    return False
+
+
 # --- consumers and raw pull requests (consumers, pull areas) -----------------------------------------------------
 
 

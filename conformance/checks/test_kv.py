@@ -8,6 +8,7 @@ test (the `client` fixture, any adapter), watchers included.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Awaitable
 from typing import TypeVar
 
 import nats.errors
@@ -31,6 +32,7 @@ from jetcheck.conformance.checks.kv_support import (
 from jetcheck.conformance.clients.base import (
     KeyNotFound,
     Unsupported,
+    Watch,
     connected,
     refusal,
 )
@@ -468,6 +470,24 @@ async def test_watch_with_history_sends_every_retained_revision(client, target, 
     )
 
 
+async def _option_watch_yields(
+    client, start: Awaitable[Watch], option: str, documented: str, initial: tuple[str, list[str]], later: tuple
+) -> None:
+    """The watch `start` makes with ADR-8's watch option `option` yields what `initial` says (where the end-of-
+    initial-data signal comes, and what the watch yields up to and with it); after a change, it yields what `later`
+    says (the change in words, a function making it, what the watch yields after it). Failures quote ADR-8 on the
+    option (`documented`)."""
+    option = f"ADR-8 {option}"
+    signal, entries = initial
+    changed, change, changes = later
+    async with watching(client, start, option) as watch:
+        got = await yielded(client, watch, f"{option}: the end-of-initial-data signal {signal}")
+        assert got == entries, f"{option}: {documented}; {who(client)} yielded {got}"
+        await change()
+        got = await later_changes(client, watch, len(changes))
+        assert got == changes, f"{option}: {documented}; after {changed} {who(client)} yielded {got}"
+
+
 @pytest.mark.rule("kv.watch-ignore-deletes")
 async def test_watch_ignoring_deletes_sends_only_values(client, target, bucket):
     """ignore_deletes leaves out deleted and purged keys, and still ends the initial data with None."""
@@ -477,18 +497,15 @@ async def test_watch_ignoring_deletes_sends_only_values(client, target, bucket):
         await kv.delete("b")
         await kv.put("c", b"3")
         await kv.purge("c")
-        async with watching(client, kv.watch(ignore_deletes=True), "ADR-8 IgnoreDeletes") as watch:
-            initial = await yielded(client, watch, "ADR-8 IgnoreDeletes: the end-of-initial-data signal still")
-            assert initial == ["a@1:PUT=b'1'", "<end of initial data>"], (
-                f"ADR-8 IgnoreDeletes: 'Only sends PUT operation entries'; {who(client)} yielded {initial}"
-            )
+
+        async def delete_a_put_d() -> None:
             await kv.delete("a")
             await kv.put("d", b"4")
-            later = await later_changes(client, watch, 1)
-            assert later == ["d@7:PUT=b'4'"], (
-                f"ADR-8 IgnoreDeletes: 'Only sends PUT operation entries'; after a delete of a and a put of d "
-                f"{who(client)} yielded {later}"
-            )
+
+        initial = ("still", ["a@1:PUT=b'1'", "<end of initial data>"])
+        later = ("a delete of a and a put of d", delete_a_put_d, ["d@7:PUT=b'4'"])
+        start = kv.watch(ignore_deletes=True)
+        await _option_watch_yields(client, start, "IgnoreDeletes", "'Only sends PUT operation entries'", initial, later)
 
 
 @pytest.mark.rule("kv.watch-meta-only")
@@ -498,18 +515,10 @@ async def test_watch_meta_only_sends_entries_without_values(client, target, buck
         await kv.put("a", b"1")
         await kv.put("b", b"2")
         await kv.delete("b")
-        async with watching(client, kv.watch(meta_only=True), "ADR-8 MetaOnly") as watch:
-            initial = await yielded(client, watch, "ADR-8 MetaOnly: the end-of-initial-data signal after the entries")
-            assert initial == ["a@1:PUT=b''", "b@3:DEL=b''", "<end of initial data>"], (
-                f"ADR-8 MetaOnly: 'Does not send any values, only metadata about those values'; {who(client)} "
-                f"yielded {initial}"
-            )
-            await kv.put("c", b"3")
-            later = await later_changes(client, watch, 1)
-            assert later == ["c@4:PUT=b''"], (
-                f"ADR-8 MetaOnly: 'Does not send any values, only metadata about those values'; after a put of c "
-                f"{who(client)} yielded {later}"
-            )
+        initial = ("after the entries", ["a@1:PUT=b''", "b@3:DEL=b''", "<end of initial data>"])
+        later = ("a put of c", lambda: kv.put("c", b"3"), ["c@4:PUT=b''"])
+        documented = "'Does not send any values, only metadata about those values'"
+        await _option_watch_yields(client, kv.watch(meta_only=True), "MetaOnly", documented, initial, later)
 
 
 @pytest.mark.rule("kv.watch-updates-only")

@@ -8,8 +8,7 @@ import pytest
 
 from jetcheck.conformance.checks.answers import refused
 from jetcheck.conformance.clients.base import Indeterminate
-from jetcheck.conformance.jsapi import NS, RawPull, api, consumer_info, create_consumer, eventually, publish_raw, pull
-from jetcheck.conformance.silence import answering
+from jetcheck.conformance.jsapi import NS, RawPull, api, consumer_info, create_consumer, held_within, publish_raw, pull
 
 pytestmark = pytest.mark.asyncio
 
@@ -46,6 +45,26 @@ def _summary(reply) -> tuple[list[bytes], str]:
 async def _group_pull(nc, stream: str, consumer: str, messages: int | None = None, **fields) -> tuple[list[bytes], str]:
     """A pull for one message in GROUP (with `fields` besides), waiting WAIT_S or until `messages` came: _summary."""
     return _summary(await pull(nc, stream, consumer, _request(group=GROUP, **fields), wait=WAIT_S, messages=messages))
+
+
+async def _served_only_at(
+    nc,
+    stream,
+    consumer: str,
+    field: str,
+    limits: tuple[int, int],
+    serves: bytes,
+    documented: str,
+    held: tuple[str, str],
+) -> None:
+    """ADR-42's overflow limits (min_pending, min_ack_pending) in one shape: a pull whose `field` is the first of
+    `limits`, which what the consumer holds does not meet, gets nothing, as `documented`; one whose `field` is the
+    second, which it meets, is served the message `serves`. `held` words what it holds in the two failures."""
+    unmet, met = limits
+    above = await _group_pull(nc, stream.name, consumer, **{field: unmet})
+    assert not above[0], f"{ADR42}: {documented} ({unmet}, {held[0]}): {above}"
+    below = await _group_pull(nc, stream.name, consumer, messages=1, **{field: met})
+    assert below[0] == [serves], f"{ADR42}: a pull whose {field} ({met}) {held[1]} is served; it got {below}"
 
 
 async def _create_refusal(nc, stream, names, asked: str, **config) -> tuple[int, int, str]:
@@ -135,14 +154,9 @@ async def test_overflow_serves_a_pull_only_at_its_min_pending(nc, names, make_st
     """With 4 messages pending, a pull with min_pending 10 gets none, one with min_pending 3 gets one."""
     stream = await _filled(nc, make_stream, 4)
     consumer = await _grouped(nc, names, stream, "overflow")
-    above = await _group_pull(nc, stream.name, consumer, min_pending=10)
-    assert not above[0], (
-        f"{ADR42}: 'only deliver messages when num_pending ... is >= min_pending' (10, 4 pending): {above}"
-    )
-    below = await _group_pull(nc, stream.name, consumer, messages=1, min_pending=3)
-    assert below[0] == [b"m0"], (
-        f"{ADR42}: a pull whose min_pending (3) the 4 pending messages meet is served; it got {below}"
-    )
+    documented = "'only deliver messages when num_pending ... is >= min_pending'"
+    held = ("4 pending", "the 4 pending messages meet")
+    await _served_only_at(nc, stream, consumer, "min_pending", (10, 3), b"m0", documented, held)
 
 
 @pytest.mark.rule("priority.pin-timeout")
@@ -171,15 +185,9 @@ async def test_overflow_serves_a_pull_only_at_its_min_ack_pending(nc, names, mak
     consumer = await _grouped(nc, names, stream, "overflow")
     first = await _group_pull(nc, stream.name, consumer, messages=1)
     assert first[0] == [b"m0"], f"{ADR42}: an overflow pull without limits is served; it got {first}"
-    above = await _group_pull(nc, stream.name, consumer, min_ack_pending=2)
-    assert not above[0], (
-        f"{ADR42}: 'only deliver messages when ack_pending for the consumer is >= min_ack_pending' (2, 1 ack "
-        f"pending): {above}"
-    )
-    below = await _group_pull(nc, stream.name, consumer, messages=1, min_ack_pending=1)
-    assert below[0] == [b"m1"], (
-        f"{ADR42}: a pull whose min_ack_pending (1) the 1 ack-pending message meets is served; it got {below}"
-    )
+    documented = "'only deliver messages when ack_pending for the consumer is >= min_ack_pending'"
+    held = ("1 ack pending", "the 1 ack-pending message meets")
+    await _served_only_at(nc, stream, consumer, "min_ack_pending", (2, 1), b"m1", documented, held)
 
 
 @pytest.mark.rule("priority.prioritized")
@@ -201,8 +209,7 @@ async def test_prioritized_serves_lower_priority_values_first(nc, names, make_st
             info = await consumer_info(nc, stream.name, consumer)
             return info.get("num_waiting") == len(order) or any(t.done() for t in collecting.values())
 
-        if not await eventually(all_waiting, WAIT_S):
-            await answering(nc)
+        if not await held_within(all_waiting, WAIT_S, nc):
             raise Indeterminate("timeout", f"the consumer did not list {len(order)} waiting pulls within {WAIT_S} s")
         for n in range(len(order)):
             await publish_raw(nc, stream.subject("a"), f"m{n}".encode())

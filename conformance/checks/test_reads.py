@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import dataclass
 
 import nats.errors
 import pytest
@@ -74,9 +75,30 @@ def _seq(msg: Msg) -> int | None:
     return None if seq is None else int(seq)
 
 
-async def _direct_replies(nc, stream, body: dict) -> tuple[list[Msg], Msg | None]:
-    """Send one DIRECT.GET request; the messages it answers with and the status message that ends them (None: none
-    came).
+@dataclass(frozen=True)
+class DirectAnswer:
+    """What a DIRECT.GET request is answered with: its messages, and the status message that ends them (None: none
+    came)."""
+
+    messages: list[Msg]
+    end: Msg | None
+
+    @property
+    def seqs(self) -> list[int | None]:
+        """Each message's Nats-Sequence (None for one without)."""
+        return [_seq(m) for m in self.messages]
+
+    @property
+    def status(self) -> str | None:
+        return _status(self.end)
+
+    def __str__(self) -> str:
+        """The answer in a failure's words: its messages' sequences, then its status."""
+        return _answer(self.seqs, self.status)
+
+
+async def _direct_replies(nc, stream, body: dict) -> DirectAnswer:
+    """Send one DIRECT.GET request; what it is answered with.
 
     A request without batch or multi_last is answered with one message or one status, so reading stops there; a
     batch or multi_last answer is read until its status (204 EOB, or an error status).
@@ -92,12 +114,12 @@ async def _direct_replies(nc, stream, body: dict) -> tuple[list[Msg], Msg | None
                 msg = await sub.next_msg(timeout=DIRECT_TIMEOUT_S)
             except nats.errors.TimeoutError:
                 await answering(nc)
-                return messages, None
+                return DirectAnswer(messages, None)
             if _status(msg) is not None:
-                return messages, msg
+                return DirectAnswer(messages, msg)
             messages.append(msg)
             if single:
-                return messages, None
+                return DirectAnswer(messages, None)
     finally:
         await sub.unsubscribe()
 
@@ -105,8 +127,8 @@ async def _direct_replies(nc, stream, body: dict) -> tuple[list[Msg], Msg | None
 async def _direct_seqs(nc, stream, body: dict) -> tuple[list[int | None], str | None]:
     """The sequences a DIRECT.GET request is answered with (None for a reply without Nats-Sequence) and the status
     that ends them (None: none came)."""
-    messages, end = await _direct_replies(nc, stream, body)
-    return [_seq(m) for m in messages], _status(end)
+    answer = await _direct_replies(nc, stream, body)
+    return answer.seqs, answer.status
 
 
 async def _stored_time(nc, stream, seq: int) -> str:
@@ -122,8 +144,8 @@ def _answer(seqs: list[int | None], status: str | None) -> str:
 async def _assert_direct_answer(nc, stream, body: dict, seqs: list[int], status: str, documented: str) -> None:
     """A DIRECT.GET of `body` is answered with the messages `seqs`, then `status`, as `documented` (the failure's
     words, after the body and before what came)."""
-    got = await _direct_seqs(nc, stream, body)
-    assert got == (seqs, status), f"{body}: {documented}; got {_answer(*got)}"
+    answer = await _direct_replies(nc, stream, body)
+    assert (answer.seqs, answer.status) == (seqs, status), f"{body}: {documented}; got {answer}"
 
 
 async def _delete(nc, stream, seq: int, **request) -> dict:
@@ -334,32 +356,30 @@ async def test_a_batched_direct_get_returns_its_messages_then_an_end_of_batch(js
     """{seq 2, batch 3} of six messages returns 2, 3 and 4 with their pending and previous sequence, then 204 EOB."""
     stream = await _six(js, make_stream)
     body = {"seq": 2, "batch": 3}
-    messages, end = await _direct_replies(nc, stream, body)
-    seqs = [_seq(m) for m in messages]
-    assert (seqs, _status(end)) == ([2, 3, 4], "204"), (
-        f"{body} of 6 messages, a batch of 3 from seq 2: documented messages [2, 3, 4], then 204 EOB; "
-        f"got {_answer(seqs, _status(end))}"
+    answer = await _direct_replies(nc, stream, body)
+    assert (answer.seqs, answer.status) == ([2, 3, 4], "204"), (
+        f"{body} of 6 messages, a batch of 3 from seq 2: documented messages [2, 3, 4], then 204 EOB; got {answer}"
     )
     missing = {
         seq: [h for h in (*DIRECT_HEADERS, PENDING, LAST) if _header(m, h) is None]
-        for seq, m in zip(seqs, messages, strict=True)
+        for seq, m in zip(answer.seqs, answer.messages, strict=True)
     }
     assert not any(missing.values()), (
         f"a batch of 3 from seq 2: each message carries {(*DIRECT_HEADERS, PENDING, LAST)}; missing {missing}"
     )
-    subjects = [_header(m, "Nats-Subject") for m in messages]
+    subjects = [_header(m, "Nats-Subject") for m in answer.messages]
     assert subjects == [stream.subject(t) for t in SIX_SUBJECTS[1:4]], f"a batch of 3 from seq 2: subjects {subjects}"
-    previous = _ints(messages, LAST)
+    previous = _ints(answer.messages, LAST)
     assert previous == [0, 2, 3], (
         f"a batch of 3 from seq 2: Nats-Last-Sequence is the previous message's sequence, 0 on the first: [0, 2, 3]; "
         f"got {previous}"
     )
-    eob = _eob(end, PENDING, LAST)
+    eob = _eob(answer.end, PENDING, LAST)
     assert eob == ("204", "EOB", "2", "4", b""), (
         f"a batch of 3 from seq 2: the end of batch is status 204 'EOB' with no payload, Nats-Num-Pending 2 (5 and 6 "
         f"left) and Nats-Last-Sequence 4 (the last sent); got (status, description, pending, last, payload) {eob}"
     )
-    pending = _ints(messages, PENDING)
+    pending = _ints(answer.messages, PENDING)
     counts = {"after it": [4, 3, 2], "from it on (2.11.x)": [5, 4, 3]}
     counted = next((how for how, expected in counts.items() if pending == expected), None)
     assert counted, (
@@ -376,12 +396,11 @@ async def test_max_bytes_bounds_a_batched_direct_get(js, nc, make_stream):
     stream = await _six(js, make_stream, payload)
     two_messages = 2 * (len(stream.subject("a")) + len(payload))  # every subject has the same length
     body = {"seq": 1, "batch": 6, "max_bytes": two_messages}
-    messages, end = await _direct_replies(nc, stream, body)
-    seqs = [_seq(m) for m in messages]
-    assert (seqs, _eob(end, PENDING, LAST)) == ([1, 2], ("204", "EOB", "4", "2", b"")), (
+    answer = await _direct_replies(nc, stream, body)
+    assert (answer.seqs, _eob(answer.end, PENDING, LAST)) == ([1, 2], ("204", "EOB", "4", "2", b"")), (
         f"{body}: max_bytes of two messages' size (subject and payload) bounds the batch to messages [1, 2], then "
-        f"204 EOB with Nats-Num-Pending 4 and Nats-Last-Sequence 2; got {_answer(seqs, _status(end))}, end of batch "
-        f"(status, description, pending, last, payload) {_eob(end, PENDING, LAST)}"
+        f"204 EOB with Nats-Num-Pending 4 and Nats-Last-Sequence 2; got {answer}, end of batch "
+        f"(status, description, pending, last, payload) {_eob(answer.end, PENDING, LAST)}"
     )
 
 
@@ -419,17 +438,16 @@ async def test_multi_last_returns_the_last_message_of_each_subject(js, nc, make_
         ({"multi_last": [stream.subject("d"), stream.subject("a"), stream.subject("none")]}, [3, 6]),
     )
     for body, expected in cases:
-        messages, end = await _direct_replies(nc, stream, body)
-        seqs = [_seq(m) for m in messages]
-        assert (seqs, _status(end)) == (expected, "204"), (
+        answer = await _direct_replies(nc, stream, body)
+        assert (answer.seqs, answer.status) == (expected, "204"), (
             f"{body}: multi_last returns the last message of each subject, in sequence order {expected}, then 204 "
-            f"EOB; got {_answer(seqs, _status(end))}"
+            f"EOB; got {answer}"
         )
-        subjects = [_header(m, "Nats-Subject") for m in messages]
+        subjects = [_header(m, "Nats-Subject") for m in answer.messages]
         assert subjects == [stream.subject(SIX_SUBJECTS[s - 1]) for s in expected], (
             f"{body}: multi_last returns the last message of each subject, each with its Nats-Subject; got {subjects}"
         )
-        _, pending, last, up_to = _multi_last_end(end)
+        _, pending, last, up_to = _multi_last_end(answer.end)
         assert (pending, last) == ("0", str(expected[-1])) and up_to is not None and expected[-1] <= up_to <= 6, (
             f"{body}: multi_last ends with 204 EOB, Nats-Num-Pending 0, Nats-Last-Sequence {expected[-1]} and a "
             f"Nats-UpTo-Sequence from {expected[-1]} to 6; got pending {pending}, last {last}, up to {up_to}"
@@ -446,12 +464,11 @@ async def test_multi_last_up_to_a_sequence_or_a_time_reads_the_subjects_as_they_
     subjects = [stream.subject("a"), stream.subject("b")]
     for bound in ({"up_to_seq": 4}, {"up_to_time": between}):
         body = {"multi_last": subjects, **bound}
-        messages, end = await _direct_replies(nc, stream, body)
-        seqs = [_seq(m) for m in messages]
-        status, _, _, up_to = _multi_last_end(end)
-        assert (seqs, status) == ([2, 3], "204") and up_to is not None and 3 <= up_to <= 4, (
+        answer = await _direct_replies(nc, stream, body)
+        status, _, _, up_to = _multi_last_end(answer.end)
+        assert (answer.seqs, status) == ([2, 3], "204") and up_to is not None and 3 <= up_to <= 4, (
             f"{body}: up to seq 4 (or a time between 4 and 5) subject `b`'s last is 2 and `a`'s 3: documented "
-            f"messages [2, 3], then 204 EOB with a Nats-UpTo-Sequence of at most 4; got {_answer(seqs, status)}, "
+            f"messages [2, 3], then 204 EOB with a Nats-UpTo-Sequence of at most 4; got {answer}, "
             f"Nats-UpTo-Sequence {up_to}"
         )
 
@@ -493,20 +510,20 @@ async def test_multi_last_matching_more_than_1024_subjects_answers_413(js, nc, m
 async def test_a_direct_get_with_no_hdr_returns_the_body_without_headers(js, nc, make_stream):
     """no_hdr returns message 2's body without headers; in a batch too, whose 204 EOB keeps its headers."""
     stream = await _filled(js, make_stream, allow_direct=True)
-    messages, end = await _direct_replies(nc, stream, {"seq": 2, "no_hdr": True})
-    found = [(m.data, m.headers) for m in messages]
-    assert (found, end) == ([(b"two", None)], None), (
+    answer = await _direct_replies(nc, stream, {"seq": 2, "no_hdr": True})
+    found = [(m.data, m.headers) for m in answer.messages]
+    assert (found, answer.end) == ([(b"two", None)], None), (
         f"no_hdr: message 2 (stored with an X-Token header) is documented to come as its body alone, no header; "
-        f"got {found}{f', then status {_status(end)}' if end else ''}"
+        f"got {found}{f', then status {answer.status}' if answer.end else ''}"
     )
     body = {"seq": 3, "batch": 10, "no_hdr": True}
-    messages, end = await _direct_replies(nc, stream, body)
-    found = [(m.data, m.headers) for m in messages]
-    assert (found, _status(end)) == ([(b"three", None), (b"four", None)], "204"), (
+    answer = await _direct_replies(nc, stream, body)
+    found = [(m.data, m.headers) for m in answer.messages]
+    assert (found, answer.status) == ([(b"three", None), (b"four", None)], "204"), (
         f"{body}: no_hdr in a batch: messages 3 and 4 as their bodies alone, no header, then 204 EOB; got {found}, "
-        f"then status {_status(end)}"
+        f"then status {answer.status}"
     )
-    eob = _eob(end, PENDING, LAST)
+    eob = _eob(answer.end, PENDING, LAST)
     assert eob == ("204", "EOB", "0", "4", b""), (
         f"{body}: the end of a no_hdr batch keeps 'the usual batch control headers' (ADR-52): nothing is left after "
         f"message 4, so Nats-Num-Pending 0 and Nats-Last-Sequence 4; got (status, description, pending, last, "

@@ -11,12 +11,12 @@ from jetcheck.conformance.jsapi import (
     ApiError,
     api,
     eventually,
+    held_within,
     publish_raw,
     stored_messages,
     stream_state,
     subject_messages,
 )
-from jetcheck.conformance.silence import answering
 
 pytestmark = pytest.mark.asyncio
 
@@ -32,8 +32,7 @@ async def _caught_up(nc, name: str, count: int, what: str) -> dict:
     async def holds() -> bool:
         return (await stream_state(nc, name)).messages >= count
 
-    if not await eventually(holds, timeout=CATCH_UP_S):
-        await answering(nc)
+    if not await held_within(holds, CATCH_UP_S, nc):
         held = (await stream_state(nc, name)).messages
         pytest.fail(f"{ADR59}: {what} replicates its upstream; it holds {held} of {count} after {CATCH_UP_S} s")
     return await api(nc, f"$JS.API.STREAM.INFO.{name}")
@@ -262,8 +261,7 @@ async def _sourcing_consumer(nc, stream: str, prefix: str, documented: str) -> d
         found[:] = await _consumers(nc, stream, prefix)
         return bool(found)
 
-    if not await eventually(appeared, timeout=CATCH_UP_S):
-        await answering(nc)
+    if not await held_within(appeared, CATCH_UP_S, nc):
         listed = (await api(nc, f"$JS.API.CONSUMER.NAMES.{stream}")).get("consumers") or []
         pytest.fail(f"{ADR60}: {documented}; none appeared within {CATCH_UP_S} s (its consumers: {listed})")
     return found[0]
@@ -341,8 +339,7 @@ async def _drained(nc, sourcing: str, upstream: str, consumer: str | None, count
         seen["consumer's ack floor"] = ((infos[0] if infos else {}).get("ack_floor") or {}).get("stream_seq")
         return seen == {"sourcing stream holds": count, "upstream holds": 0, "consumer's ack floor": count}
 
-    if not await eventually(drained, timeout=CATCH_UP_S):
-        await answering(nc)
+    await held_within(drained, CATCH_UP_S, nc)  # what it saw, once the server has answered after the wait
     return seen
 
 
@@ -388,8 +385,7 @@ async def test_removing_a_work_queue_source_deletes_its_consumer(nc, make_stream
     async def removed() -> bool:
         return not await _consumers(nc, upstream.name, "JS_SRC_")
 
-    if not await eventually(removed, timeout=CATCH_UP_S):
-        await answering(nc)
+    if not await held_within(removed, CATCH_UP_S, nc):
         pytest.fail(
             f"{ADR60}: removing the source deletes the sourcing consumer the server made; {name} is still on the "
             f"WorkQueue stream {CATCH_UP_S} s after the update"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .client_rule_table import ClientRuleTable
+from .client_rule_table import ClientRuleProofs, ClientRuleTable
 from .proofs import Breaks
 
 AREA = "consumers-client"
@@ -37,16 +37,11 @@ LACKS: Mapping[str, Mapping[str, str]] = {
     },
 }
 
-TABLE = ClientRuleTable(AREA, ACTION_RULES, VARIANT_BREAKS, LACKS)
-ActionProof = TABLE.row_class()
-PROOFS = TABLE.rows(ActionProof)
-certified = TABLE.certified_fixture()
+TABLE = ClientRuleTable(AREA, ACTION_RULES, VARIANT_BREAKS, LACKS, area=AREA)
+PROOFS = TABLE.rows()
 
 
-def test_the_table_covers_every_consumer_action_rule():
-    """Every consumers-client rule is a client rule the mode breaks; every lacking call is one of them."""
-    TABLE.assert_covers_its_area(AREA)
+class TestConsumerActionCalls(ClientRuleProofs):
+    """The consumer create, update and create-or-update calls of each client."""
 
-
-test_a_lacking_call_is_na_in_the_reference_run = TABLE.reference_test(ActionProof)
-test_a_rotated_call_fails_exactly_its_rules = TABLE.mode_test(ActionProof)
+    table = TABLE

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .client_rule_table import ClientRuleTable
+from .client_rule_table import ClientRuleProofs, ClientRuleTable
 from .proofs import Breaks
 
 AREA = "client and (ttl or pause or priority)"
@@ -39,15 +39,10 @@ LACKS: Mapping[str, Mapping[str, str]] = {
 }
 
 TABLE = ClientRuleTable(AREA, FEATURE_RULES, VARIANT_BREAKS, LACKS)
-FeatureProof = TABLE.row_class()
-PROOFS = TABLE.rows(FeatureProof)
-certified = TABLE.certified_fixture()
+PROOFS = TABLE.rows()
 
 
-def test_the_table_covers_every_feature_client_rule():
-    """Every feature client rule is a client rule some mode breaks; every lacking feature is one of them."""
-    TABLE.assert_covers_its_area()
+class TestFeatureCalls(ClientRuleProofs):
+    """The TTL, pause and priority group calls of each client."""
 
-
-test_a_lacking_feature_is_na_in_the_reference_run = TABLE.reference_test(FeatureProof)
-test_a_feature_mode_fails_exactly_its_rule = TABLE.mode_test(FeatureProof)
+    table = TABLE

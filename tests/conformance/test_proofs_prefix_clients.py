@@ -16,7 +16,7 @@ from pathlib import Path
 
 from jetcheck.records import CheckResult
 
-from .client_rule_table import ClientRuleTable
+from .client_rule_table import ClientRuleProofs, ClientRuleTable
 from .proofs import Breaks
 from .test_proofs_client import certify as certify_managed
 
@@ -38,16 +38,11 @@ class ManagedRuleTable(ClientRuleTable):
         return certify_managed(client, out, "-m", self.select, *pytest_args)
 
 
-TABLE = ManagedRuleTable(AREA, PREFIX_RULES, VARIANT_BREAKS, LACKS)
-PrefixProof = TABLE.row_class()
-PROOFS = TABLE.rows(PrefixProof)
-certified = TABLE.certified_fixture()
+TABLE = ManagedRuleTable(AREA, PREFIX_RULES, VARIANT_BREAKS, LACKS, area=AREA)
+PROOFS = TABLE.rows()
 
 
-def test_the_table_covers_the_prefix_area():
-    """The prefix area's rules are the table's: client rules the mode breaks."""
-    TABLE.assert_covers_its_area(AREA)
+class TestApiPrefix(ClientRuleProofs):
+    """The KV put of each client under an API prefix."""
 
-
-test_a_lacking_prefix_is_na_in_the_reference_run = TABLE.reference_test(PrefixProof)
-test_the_prefix_mode_fails_exactly_its_rule = TABLE.mode_test(PrefixProof)
+    table = TABLE

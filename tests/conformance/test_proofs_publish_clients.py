@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .client_rule_table import ClientRuleTable
+from .client_rule_table import ClientRuleProofs, ClientRuleTable
 from .proofs import Breaks
 
 AREA = "publish-client"
@@ -29,16 +29,11 @@ LACKS: Mapping[str, Mapping[str, str]] = {
     },
 }
 
-TABLE = ClientRuleTable(AREA, RETRY_RULES, VARIANT_BREAKS, LACKS)
-RetryProof = TABLE.row_class()
-PROOFS = TABLE.rows(RetryProof)
-certified = TABLE.certified_fixture()
+TABLE = ClientRuleTable(AREA, RETRY_RULES, VARIANT_BREAKS, LACKS, area=AREA)
+PROOFS = TABLE.rows()
 
 
-def test_the_table_covers_every_publish_retry_rule():
-    """Every publish-client rule is a client rule the mode breaks; every lacking one is one of them."""
-    TABLE.assert_covers_its_area(AREA)
+class TestPublishRetries(ClientRuleProofs):
+    """The JetStream publish retries of each client."""
 
-
-test_a_client_without_retries_is_na_in_the_reference_run = TABLE.reference_test(RetryProof)
-test_a_publish_without_retry_fails_exactly_its_rules = TABLE.mode_test(RetryProof)
+    table = TABLE

@@ -188,6 +188,14 @@ async def _direct_replies(kind: str):
     return await test_reads._direct_replies(nc, Stream(), {"seq": 1})
 
 
+@helper("jsapi.held_within", "returned")
+async def _held_within(kind: str):
+    async def condition() -> bool:
+        return kind == "answered"
+
+    return await jsapi.held_within(condition, SHORT_S, Connection(kind, []))
+
+
 @helper("jsapi.collect", "returned")
 async def _collect(kind: str):
     nc = Connection(kind, [message(b"m")])
