@@ -13,7 +13,7 @@ import java.util.function.Function;
  * implements the client's watcher interface for its kind (KeyValueWatcher, ObjectStoreWatcher) is the watcher the
  * client calls: watch() and endOfData() are the interface's methods.
  */
-class WatchStream<T> {
+abstract class WatchStream<T> {
     private final Main d;
     private final Sub sub;
     private final String field;
