@@ -20,6 +20,8 @@ import pytest_asyncio
 from nats.js import api
 from nats.js.errors import NotFoundError
 
+from jetcheck.conformance.clients.driven_clients import MISBEHAVE_MODES
+
 from ..conftest import VENDOR_PASSWORD
 
 WAIT_S = 5.0  # bound on any wait for the driver
@@ -149,6 +151,18 @@ async def meta_only_watched(driver: PipeDriver, url: str, bucket: str, *modes: s
     await kv_watch(driver, bucket, meta_only=True)
     await driver.until(lambda: None in watched(driver))
     return watched(driver)
+
+
+class MisbehaveContract:
+    """What every driver's misbehave op shows alike: it knows each mode of the protocol (the drivers keep their own
+    lists, JS and Go by module), and refuses one it does not know."""
+
+    @pytest.mark.asyncio
+    async def test_misbehave_knows_every_mode_of_the_protocol(self, driver):
+        for mode in MISBEHAVE_MODES:  # one at a time, so a refusal names the mode
+            await driver.ok("misbehave", modes=[mode])
+        refused = await driver.call("misbehave", modes=["no-such-mode"])
+        assert refused["error"]["kind"] == "invalid", refused
 
 
 class WatchContract:

@@ -19,6 +19,7 @@ from nats.js import api
 
 from .driver_contract import WAIT_S as WAIT
 from .driver_contract import (
+    MisbehaveContract,
     PullDriverContract,
     WatchContract,
     connected,
@@ -184,6 +185,10 @@ async def test_a_durable_queue_push_consumer_is_created_once_and_shared(driver, 
 
 
 # ---- v3: watch ------------------------------------------------------------------------------------------------
+
+
+class TestMisbehave(MisbehaveContract):
+    pass
 
 
 class TestWatch(WatchContract):

@@ -20,6 +20,7 @@ from jetcheck.conformance.clients.build import java_driver
 
 from .driver_contract import (
     PULL_HEARTBEAT,
+    MisbehaveContract,
     PullDriverContract,
     WatchContract,
     connected,
@@ -143,6 +144,10 @@ async def test_kv_misbehave_modes_misreport(driver, embedded_server):
     nc = await embedded_server.connect()
     await nc.jetstream().delete_stream(f"KV_{bucket}")
     await nc.close()
+
+
+class TestMisbehave(MisbehaveContract):
+    pass
 
 
 class TestWatch(WatchContract):

@@ -18,7 +18,7 @@ import pytest_asyncio
 from jetcheck.conformance.clients.build import js_driver
 from jetcheck.fixtures.proxy import NatsProxy
 
-from .driver_contract import WAIT_S, WatchContract, connected, running, watched
+from .driver_contract import WAIT_S, MisbehaveContract, WatchContract, connected, running, watched
 
 DRIVER_DIR = Path(__file__).resolve().parents[2] / "conformance" / "clients" / "drivers" / "js"
 V1_OPS = {"hello", "connect", "close", "ordered", "push", "consume", "fetch", "stop", "misbehave", "shutdown"}
@@ -280,6 +280,10 @@ async def test_a_durable_queue_push_consumer_is_created_once_and_shared(driver, 
 # ---- v3: watch ------------------------------------------------------------------------------------------------
 # @nats-io/kv and @nats-io/obj 3.4.0 have no end-of-initial-data marker: the driver places the null record where
 # the client's `isUpdate` flag says the initial data ended (drivers/js/watch.mjs).
+
+
+class TestMisbehave(MisbehaveContract):
+    pass
 
 
 class TestWatch(WatchContract):

@@ -20,6 +20,7 @@ from jetcheck.conformance.clients.build import rust_driver
 
 from .driver_contract import (
     SESSION,
+    MisbehaveContract,
     PullDriverContract,
     WatchContract,
     connected,
@@ -148,6 +149,10 @@ async def test_load_kv_puts_then_gets_the_key_put_last(driver, embedded_server):
 
 
 # ---- v3: watch ------------------------------------------------------------------------------------------------
+
+
+class TestMisbehave(MisbehaveContract):
+    pass
 
 
 class TestWatch(WatchContract):

@@ -42,12 +42,8 @@ func feature(op featureOp) opHandler {
 		if err := json.Unmarshal(req.Raw, &args); err != nil {
 			return nil, failure("invalid", "unreadable %s request: %v", req.Op, err)
 		}
-		s, err := d.session(req.Session)
-		if err != nil {
-			return nil, err
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
-		defer cancel()
-		return op(d, ctx, s, args)
+		return d.inSession(req.Session, apiTimeout, func(ctx context.Context, s *session) (any, error) {
+			return op(d, ctx, s, args)
+		})
 	}
 }

@@ -104,18 +104,19 @@ func (d *driver) kv(req *request) (any, error) {
 		return nil, failure("invalid", "unreadable %s request: %v", req.Op, err)
 	}
 	if req.Op == "kv_bucket_names" {
-		return d.kvBucketNames(req)
+		return d.inSession(req.Session, kvTimeout, d.kvBucketNames)
 	}
 	if args.Bucket == "" {
 		return nil, failure("invalid", "%s needs \"bucket\"", req.Op)
 	}
-	s, err := d.session(req.Session)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), kvTimeout)
-	defer cancel()
-	if req.Op == "kv_create" {
+	return d.inSession(req.Session, kvTimeout, func(ctx context.Context, s *session) (any, error) {
+		return d.kvOp(ctx, s, req.Op, args)
+	})
+}
+
+// kvOp is KV op `op` on the bucket args names.
+func (d *driver) kvOp(ctx context.Context, s *session, op string, args kvRequest) (any, error) {
+	if op == "kv_create" {
 		cfg := jetstream.KeyValueConfig{Bucket: args.Bucket}
 		if args.History != nil {
 			if *args.History < 0 || *args.History > 255 {
@@ -135,7 +136,7 @@ func (d *driver) kv(req *request) (any, error) {
 		_, err := s.js.CreateKeyValue(ctx, cfg)
 		return nil, err
 	}
-	if req.Op == "kv_delete_bucket" {
+	if op == "kv_delete_bucket" {
 		return d.kvDeleteBucket(ctx, s, args)
 	}
 	kv, err := s.js.KeyValue(ctx, args.Bucket)
@@ -152,7 +153,7 @@ func (d *driver) kv(req *request) (any, error) {
 		}
 		return map[string]any{"revision": rev}, nil
 	}
-	switch req.Op {
+	switch op {
 	case "kv_put":
 		if d.mode(kvPrefixIgnored) {
 			return revision(putUnprefixed(ctx, s, args.Bucket, args.Key, value))
@@ -206,7 +207,7 @@ func (d *driver) kv(req *request) (any, error) {
 		}
 		return map[string]any{"entries": records}, nil
 	}
-	return nil, failure("unsupported", "op %q is not implemented by the nats.go driver", req.Op)
+	return nil, failure("unsupported", "op %q is not implemented by the nats.go driver", op)
 }
 
 // kvKeys lists the bucket's keys: ListKeys/ListKeysFiltered where the release has them, else its Keys, which takes
@@ -286,13 +287,7 @@ func (d *driver) kvDeleteBucket(ctx context.Context, s *session, args kvRequest)
 
 // kvBucketNames is the client's KeyValueStoreNames lister, read to its end (kv-buckets-misreport: the streams'
 // names, KV_ prefix and all).
-func (d *driver) kvBucketNames(req *request) (any, error) {
-	s, err := d.session(req.Session)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), kvTimeout)
-	defer cancel()
+func (d *driver) kvBucketNames(ctx context.Context, s *session) (any, error) {
 	lister := s.js.KeyValueStoreNames(ctx)
 	names := []string{}
 	for name := range lister.Name() {

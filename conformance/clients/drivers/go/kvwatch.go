@@ -40,36 +40,26 @@ func (d *driver) kvWatch(req *request) (any, error) {
 		return nil, failure("invalid", "kv_watch needs \"bucket\"")
 	}
 	args.MetaOnly = d.metaOnly(args.MetaOnly)
-	s, sub, err := d.sessionSubscription(req.Session, req.Sub)
-	if err != nil {
-		return nil, err
-	}
-	wc := newWatchContext()
-	watcher, err := func() (jetstream.KeyWatcher, error) {
-		kv, err := s.js.KeyValue(wc.ctx, args.Bucket)
+	return nil, startWatch(d, req.Session, req.Sub, "entry", func(ctx context.Context, s *session) (updatesWatcher[jetstream.KeyValueEntry], error) {
+		kv, err := s.js.KeyValue(ctx, args.Bucket)
 		if err != nil {
 			return nil, err
 		}
 		keys := append([]string(nil), args.Keys...) // WatchFiltered rewrites its slice in place
 		switch len(keys) {
 		case 0:
-			return kv.WatchAll(wc.ctx, args.options()...)
+			return kv.WatchAll(ctx, args.options()...)
 		case 1:
-			return kv.Watch(wc.ctx, keys[0], args.options()...)
+			return kv.Watch(ctx, keys[0], args.options()...)
 		}
 		if watchFiltered == nil { // kvwatchfiltered.go, left out of this release's build
 			return nil, lacking("kv-watch-filtered")
 		}
-		return watchFiltered(wc.ctx, kv, keys, args.options()...)
-	}()
-	if err = d.watchStarted(sub, wc, watcher, err); err != nil {
-		return nil, err
-	}
-	go streamWatch(sub, watcher.Updates(), "entry", func(e jetstream.KeyValueEntry) any {
+		return watchFiltered(ctx, kv, keys, args.options()...)
+	}, func(e jetstream.KeyValueEntry) any {
 		if e == nil {
 			return nil
 		}
 		return d.kvShown(e)
 	})
-	return nil, nil
 }

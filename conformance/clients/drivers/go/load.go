@@ -464,29 +464,25 @@ func (d *driver) loadConsume(args loadRequest) (any, error) {
 	if args.Sub == "" || args.Stream == "" || args.Durable == "" || args.Batch < 1 {
 		return nil, failure("invalid", "load_consume needs sub, stream, durable, batch >= 1")
 	}
-	s, err := d.session(args.Session)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
-	defer cancel()
-	consumer, err := s.js.Consumer(ctx, args.Stream, args.Durable)
-	if err != nil {
-		return nil, err
-	}
-	run := &consumeRun{
-		rowLog: rowLog{d: d, sub: args.Sub, errIndex: map[string]int64{}}, nc: s.nc, consumer: consumer,
-		batch: args.Batch, done: make(chan struct{}), flushed: make(chan struct{}), subIndex: map[string]int64{},
-	}
-	run.extra = func() map[string]any { return map[string]any{"subjects": run.subjects} }
-	run.stopAt.Store(loadNever)
-	if err := register(args.Sub, run); err != nil {
-		return nil, err
-	}
-	started := wallNs()
-	go run.flushEvery(batchEvery(args.BatchMs), run.done, run.flushed)
-	go run.fetchLoop()
-	return map[string]any{"started_ns": started}, nil
+	return d.inSession(args.Session, apiTimeout, func(ctx context.Context, s *session) (any, error) {
+		consumer, err := s.js.Consumer(ctx, args.Stream, args.Durable)
+		if err != nil {
+			return nil, err
+		}
+		run := &consumeRun{
+			rowLog: rowLog{d: d, sub: args.Sub, errIndex: map[string]int64{}}, nc: s.nc, consumer: consumer,
+			batch: args.Batch, done: make(chan struct{}), flushed: make(chan struct{}), subIndex: map[string]int64{},
+		}
+		run.extra = func() map[string]any { return map[string]any{"subjects": run.subjects} }
+		run.stopAt.Store(loadNever)
+		if err := register(args.Sub, run); err != nil {
+			return nil, err
+		}
+		started := wallNs()
+		go run.flushEvery(batchEvery(args.BatchMs), run.done, run.flushed)
+		go run.fetchLoop()
+		return map[string]any{"started_ns": started}, nil
+	})
 }
 
 // fetchLoop fetches up to `batch` messages at a time until the stop, logging and acking each message.

@@ -38,22 +38,18 @@ func (d *driver) loadKV(args loadRequest) (any, error) {
 	if args.Sub == "" || args.Bucket == "" || len(args.Keys) == 0 || args.MaxInflight < 1 || args.Rate < 0 || args.PayloadSize < 0 {
 		return nil, failure("invalid", "load_kv needs sub, bucket, keys, max_inflight >= 1, rate >= 0, payload_size >= 0")
 	}
-	s, err := d.session(args.Session)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), kvOpTimeout)
-	defer cancel()
-	kv, err := s.js.KeyValue(ctx, args.Bucket)
-	if err != nil {
-		return nil, err
-	}
-	run := &kvRun{
-		scheduledRun: newScheduledRun(d, args), kv: kv, keys: args.Keys,
-		payload: []byte(strings.Repeat("x", args.PayloadSize)), rate: args.Rate,
-	}
-	run.lastPut.Store(-1)
-	return run.start(run, args.BatchMs, run.schedule)
+	return d.inSession(args.Session, kvOpTimeout, func(ctx context.Context, s *session) (any, error) {
+		kv, err := s.js.KeyValue(ctx, args.Bucket)
+		if err != nil {
+			return nil, err
+		}
+		run := &kvRun{
+			scheduledRun: newScheduledRun(d, args), kv: kv, keys: args.Keys,
+			payload: []byte(strings.Repeat("x", args.PayloadSize)), rate: args.Rate,
+		}
+		run.lastPut.Store(-1)
+		return run.start(run, args.BatchMs, run.schedule)
+	})
 }
 
 // schedule runs operation i at its intended time (open loop, at most max_inflight outstanding, the rest logged as

@@ -399,6 +399,17 @@ func (d *driver) session(id string) (*session, error) {
 	return s, nil
 }
 
+// inSession calls call with the session named sessionID and a context that bounds the call to timeout.
+func (d *driver) inSession(sessionID string, timeout time.Duration, call func(ctx context.Context, s *session) (any, error)) (any, error) {
+	s, err := d.session(sessionID)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return call(ctx, s)
+}
+
 // ping answers once the session's connection made a round trip to the server: jetcheck asks after a silence, to
 // tell a quiet client from one that lost its server.
 func (d *driver) ping(id string) (any, error) {

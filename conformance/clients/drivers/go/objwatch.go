@@ -6,6 +6,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -28,26 +29,16 @@ func (d *driver) objWatch(req *request) (any, error) {
 		return nil, failure("invalid", "obj_watch has no meta_only (the protocol's obj_watch options are "+
 			"include_history, updates_only and ignore_deletes)")
 	}
-	s, sub, err := d.sessionSubscription(req.Session, args.Sub)
-	if err != nil {
-		return nil, err
-	}
-	wc := newWatchContext()
-	watcher, err := func() (jetstream.ObjectWatcher, error) {
-		store, err := s.js.ObjectStore(wc.ctx, args.Bucket)
+	return nil, startWatch(d, req.Session, args.Sub, "info", func(ctx context.Context, s *session) (updatesWatcher[*jetstream.ObjectInfo], error) {
+		store, err := s.js.ObjectStore(ctx, args.Bucket)
 		if err != nil {
 			return nil, objectError(err)
 		}
-		return store.Watch(wc.ctx, args.options()...)
-	}()
-	if err = d.watchStarted(sub, wc, watcher, err); err != nil {
-		return nil, err
-	}
-	go streamWatch(sub, watcher.Updates(), "info", func(info *jetstream.ObjectInfo) any {
+		return store.Watch(ctx, args.options()...)
+	}, func(info *jetstream.ObjectInfo) any {
 		if info == nil {
 			return nil
 		}
 		return info
 	})
-	return nil, nil
 }

@@ -88,6 +88,31 @@ func (d *driver) watchStarted(sub *subscription, wc *watchContext, watcher inter
 	return nil
 }
 
+// updatesWatcher is what the client's KeyWatcher and ObjectWatcher both are: a channel of updates and a Stop.
+type updatesWatcher[T any] interface {
+	Updates() <-chan T
+	Stop() error
+}
+
+// startWatch registers sub subID of session sessionID, opens the client's watcher (`open`, bounded by apiTimeout
+// through the watch's context) and streams its updates as `field`, each shown by encode (nil: the end of the
+// initial data).
+func startWatch[T any](d *driver, sessionID, subID, field string,
+	open func(ctx context.Context, s *session) (updatesWatcher[T], error), encode func(T) any,
+) error {
+	s, sub, err := d.sessionSubscription(sessionID, subID)
+	if err != nil {
+		return err
+	}
+	wc := newWatchContext()
+	watcher, err := open(wc.ctx, s)
+	if err = d.watchStarted(sub, wc, watcher, err); err != nil {
+		return err
+	}
+	go streamWatch(sub, watcher.Updates(), field, encode)
+	return nil
+}
+
 // streamWatch streams what the client's Updates() channel yields until the client closes it. It keeps reading
 // after a stop (streaming nothing), so the client's callback never blocks on a full channel.
 func streamWatch[T any](sub *subscription, updates <-chan T, field string, encode func(T) any) {

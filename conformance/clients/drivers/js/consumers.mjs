@@ -9,6 +9,7 @@
 import { packageVersion } from "./release.mjs";
 
 // misbehave consumer-actions-rotated: a create made with the client's update call, an update with its create call
+export const CONSUMER_MODES = ["consumer-actions-rotated"];
 const ROTATED = { create: "update", update: "create" };
 const NO_UPSERT =
   `@nats-io/jetstream ${packageVersion("@nats-io/jetstream")} has no create-or-update consumer call: ` +

@@ -8,9 +8,9 @@ import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 
 import { loadHandlers } from "./load.mjs";
-import { infoJson, ObjectStoreError, objectStoreHandlers } from "./objectstore.mjs";
-import { consumerHandlers } from "./consumers.mjs";
-import { publishHandlers } from "./publish.mjs";
+import { infoJson, OBJECT_STORE_MODES, ObjectStoreError, objectStoreHandlers } from "./objectstore.mjs";
+import { CONSUMER_MODES, consumerHandlers } from "./consumers.mjs";
+import { PUBLISH_MODES, publishHandlers } from "./publish.mjs";
 import { FEATURE_MODES, featureHandlers } from "./features.mjs";
 import { WATCH_MODES, watchHandlers } from "./watch.mjs";
 import { KV_MORE_MODES, kvMore } from "./kvmore.mjs";
@@ -40,23 +40,21 @@ const START = process.hrtime.bigint();
 // Monotonic nanoseconds since the driver started: exact as a JSON number for 104 days.
 const monoNs = () => Number(process.hrtime.bigint() - START);
 
+// the misbehave modes: those of the consumptions here, and each module's own
 const MODES = new Set([
   "swallow-missed-heartbeat",
   "chatty-missed-heartbeat",
   "terminal-on-missed-heartbeat",
   "duplicate-delivery",
   "drop-deliveries-after-reset",
-  "watch-no-end-of-data",
-  "watch-drop-first",
   "bind-any-queue",
   ...KV_MORE_MODES, // kvmore.mjs
   ...WATCH_MODES, // watch.mjs
   ...PREFIX_MODES, // prefix.mjs
   ...FEATURE_MODES, // features.mjs
-  "seal-ignored",
-  "status-misreport",
-  "consumer-actions-rotated",
-  "publish-no-retry",
+  ...OBJECT_STORE_MODES, // objectstore.mjs
+  ...CONSUMER_MODES, // consumers.mjs
+  ...PUBLISH_MODES, // publish.mjs
 ]);
 const CHATTY_EVERY_MS = 100;
 const DELIVER_POLICIES = {

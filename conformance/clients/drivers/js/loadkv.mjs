@@ -1,28 +1,24 @@
 // load_kv: put then get of the same key, as nats-py's KvUser; rows: op, key, intended, sent, done, revision, error,
 // code. See ../PROTOCOL.md, "Load".
 
-import { NEVER, OVERFLOW, ScheduledRun, errorOf, wallNs } from "./loadrows.mjs";
+import { OVERFLOW, ScheduledRun, errorOf, wallNs } from "./loadrows.mjs";
 
 const KV_PUT = 0n; // kv rows: op, key, intended_ns, sent_ns, done_ns, revision, error, err_code
 const KV_GET = 1n;
 
 export class KvRun extends ScheduledRun {
   constructor(driver, sub, kv, req) {
-    super(driver, sub, req.batch_ms);
+    super(driver, sub, req);
     const { need, RequestError } = driver;
     this.kv = kv;
     this.keys = need(req, "keys", "object");
     this.payload = new Uint8Array(need(req, "payload_size", "number")).fill(120);
-    this.rate = need(req, "rate", "number");
-    this.maxInflight = need(req, "max_inflight", "number");
     if (this.maxInflight < 1 || this.rate < 0 || this.keys.length === 0) {
       throw new RequestError("invalid", "load_kv needs keys, max_inflight >= 1, rate >= 0");
     }
-    this.stopAt = NEVER;
     this.inflight = new Set(); // promises of the operations in flight
     this.lastPut = -1; // the key whose put was acknowledged last
     this.counts = { ops: 0, ok: 0, overflow: 0, failed: 0 };
-    this.timer = null;
   }
 
   due(index, intended, now) {

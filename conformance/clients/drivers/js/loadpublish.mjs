@@ -3,27 +3,23 @@
 
 import { headers } from "@nats-io/transport-node";
 
-import { AckedRun, NEVER, OVERFLOW, STAMP_TS, errorOf, wallNs } from "./loadrows.mjs";
+import { AckedRun, OVERFLOW, STAMP_TS, errorOf, wallNs } from "./loadrows.mjs";
 
 const DRAIN_TIMEOUT_MS = 10_000;
 const UNACKED = "Unacknowledged";
 
 export class LoadRun extends AckedRun {
   constructor(driver, sub, session, req) {
-    super(driver, sub, req.batch_ms);
+    super(driver, sub, req);
     const { need, RequestError } = driver;
     this.js = session.js;
     this.subject = need(req, "subject", "string");
     this.payload = new Uint8Array(need(req, "payload_size", "number")).fill(120);
-    this.rate = need(req, "rate", "number");
-    this.maxInflight = need(req, "max_inflight", "number");
     this.stamp = req.stamp === true;
     if (this.maxInflight < 1 || this.rate < 0) throw new RequestError("invalid", "load_publish needs max_inflight >= 1, rate >= 0");
-    this.stopAt = NEVER;
     this.pending = new Set(); // publishes in flight: {intended, sent}
     this.counts = { ops: 0, acked: 0, overflow: 0, failed: 0 };
     this.seq = 0;
-    this.timer = null;
     this.finished = false;
     this.idle = null; // resolves when nothing is in flight after the stop
   }

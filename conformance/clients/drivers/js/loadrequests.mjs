@@ -3,7 +3,7 @@
 
 import { headers } from "@nats-io/transport-node";
 
-import { AckedRun, NEVER, OVERFLOW, errorOf, wallNs } from "./loadrows.mjs";
+import { AckedRun, OVERFLOW, errorOf, wallNs } from "./loadrows.mjs";
 
 const REQUEST_TIMEOUT_MS = 10_000; // one increment, or each answered message of a batch
 
@@ -11,18 +11,13 @@ const REQUEST_TIMEOUT_MS = 10_000; // one increment, or each answered message of
 // LoadRun's.
 export class RequestRun extends AckedRun {
   constructor(driver, sub, req, send) {
-    super(driver, sub, req.batch_ms);
-    const { need, RequestError } = driver;
+    super(driver, sub, req);
     this.send = send;
-    this.rate = need(req, "rate", "number");
-    this.maxInflight = need(req, "max_inflight", "number");
     if (this.maxInflight < 1 || this.rate < 0) {
-      throw new RequestError("invalid", `${req.op} needs max_inflight >= 1, rate >= 0`);
+      throw new driver.RequestError("invalid", `${req.op} needs max_inflight >= 1, rate >= 0`);
     }
-    this.stopAt = NEVER;
     this.inflight = new Set(); // promises of the operations in flight
     this.counts = { ops: 0, acked: 0, overflow: 0, failed: 0 };
-    this.timer = null;
   }
 
   due(_index, intended, now) {

@@ -60,8 +60,17 @@ export class RowLog {
 }
 
 // A run on a schedule: open loop (rate > 0) calls due(index, intended, now) for each operation as soon as it falls
-// due, never waiting for earlier ones; closed loop (rate 0) calls closed() once.
+// due, never waiting for earlier ones; closed loop (rate 0) calls closed() once. Each kind of run refuses a rate or
+// max_inflight out of range itself, in words naming what else it needs.
 export class ScheduledRun extends RowLog {
+  constructor(driver, sub, req) {
+    super(driver, sub, req.batch_ms);
+    this.rate = driver.need(req, "rate", "number");
+    this.maxInflight = driver.need(req, "max_inflight", "number");
+    this.stopAt = NEVER;
+    this.timer = null;
+  }
+
   start() {
     this.started = wallNs();
     this.flusher = setInterval(() => this.flush(), this.batchMs);

@@ -4,6 +4,9 @@
 import { Objm } from "@nats-io/obj";
 import { headers } from "@nats-io/transport-node";
 
+// misbehave modes: seal-ignored answers obj_seal without sealing; status-misreport (statusJson) misreports obj_status
+export const OBJECT_STORE_MODES = ["seal-ignored", "status-misreport"];
+
 export class ObjectStoreError extends Error {
   constructor(message, kind = "not_found") {
     super(message);

@@ -3,6 +3,9 @@
 // _publish: `retries || 1`), so ADR-22's RetryAttempts n is retries n + 1; the client has no wait option: it waits
 // its own backoff() between attempts (@nats-io/nats-core: 0, 250, 250, 500 ... ms, jittered).
 
+// misbehave publish-no-retry: no retry, whatever retry_attempts asks
+export const PUBLISH_MODES = ["publish-no-retry"];
+
 export function publishHandlers({ sessionOf, need, mode, RequestError }) {
   return {
     async publish_retrying(req) {

@@ -12,8 +12,9 @@ import { Objm } from "@nats-io/obj";
 
 import { requireDeclared } from "./release.mjs";
 
-// misbehave mode for the proof of kv.watch-meta-only: meta_only is not passed to the client, so values arrive
-export const WATCH_MODES = ["kv-watch-meta-ignored"];
+// misbehave modes: watch-no-end-of-data drops the end-of-initial-data record, watch-drop-first the first update;
+// for the proof of kv.watch-meta-only, kv-watch-meta-ignored does not pass meta_only to the client, so values arrive
+export const WATCH_MODES = ["watch-no-end-of-data", "watch-drop-first", "kv-watch-meta-ignored"];
 
 export function watchHandlers({ sessionOf, need, startSub, forget, kvOf, kvEntry, infoJson, send, monoNs, mode, event, RequestError }) {
   const flag = (args, name) => {

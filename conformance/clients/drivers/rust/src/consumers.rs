@@ -20,6 +20,28 @@ const CHATTY_INTERVAL: Duration = Duration::from_millis(100);
 /// cannot see the pull request itself.
 const DEFAULT_IDLE_HEARTBEAT_S: f64 = 15.0;
 
+/// The kinds of the errors the client's consumer message streams yield (`async_nats::error::Error<Kind>`): the
+/// error type's name that events give, and the kind that is a missed heartbeat.
+trait StreamErrorKind: Clone + std::fmt::Debug + std::fmt::Display + PartialEq + Send + Sync + 'static {
+    const ERROR_TYPE: &'static str;
+    const MISSING_HEARTBEAT: Self;
+}
+
+impl StreamErrorKind for pull::OrderedErrorKind {
+    const ERROR_TYPE: &'static str = "OrderedError";
+    const MISSING_HEARTBEAT: Self = Self::MissingHeartbeat;
+}
+
+impl StreamErrorKind for push::MessagesErrorKind {
+    const ERROR_TYPE: &'static str = "push::MessagesError";
+    const MISSING_HEARTBEAT: Self = Self::MissingHeartbeat;
+}
+
+impl StreamErrorKind for pull::MessagesErrorKind {
+    const ERROR_TYPE: &'static str = "pull::MessagesError";
+    const MISSING_HEARTBEAT: Self = Self::MissingHeartbeat;
+}
+
 #[derive(Default)]
 struct SubState {
     stopped: bool,
@@ -221,6 +243,38 @@ impl Subscription {
         false
     }
 
+    /// Runs the consumption: every message the client's stream yields is delivered (and acked, with `acks`), every
+    /// error reported as a `stream_error`, and a stream that ends by itself ends the sub (`ended` says which).
+    fn consume_stream<K: StreamErrorKind>(
+        self: &Arc<Self>,
+        mut messages: impl futures::Stream<Item = Result<Message, async_nats::error::Error<K>>> + Send + Unpin + 'static,
+        acks: bool,
+        ended: &'static str,
+    ) {
+        let runner = self.clone();
+        let task = tokio::spawn(async move {
+            while let Some(item) = messages.next().await {
+                match item {
+                    Ok(msg) => {
+                        runner.deliver(&msg);
+                        if acks {
+                            if let Err(e) = msg.ack().await {
+                                eprintln!("async-nats driver: sub {}: ack failed: {e}", runner.id);
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        if runner.stream_error(K::ERROR_TYPE, e.kind() == K::MISSING_HEARTBEAT, &e) {
+                            return;
+                        }
+                    }
+                }
+            }
+            runner.ended(ended);
+        });
+        self.started(task.abort_handle(), true);
+    }
+
     /// The client's stream ended by itself (not through stop/close): `terminal`.
     pub fn ended(&self, detail: &str) {
         if !self.stopped() {
@@ -396,24 +450,13 @@ pub async fn ordered(d: &Arc<Driver>, req: &Value) -> OpResult {
         let messages = consumer.messages().await?;
         Ok::<_, Fail>((name, watch, messages))
     };
-    let (name, watch, mut messages) = sub.set_up("creating the ordered consumer", setup).await?;
+    let (name, watch, messages) = sub.set_up("creating the ordered consumer", setup).await?;
     sub.set_consumer(&name);
-    let runner = sub.clone();
-    let task = tokio::spawn(async move {
-        while let Some(item) = messages.next().await {
-            match item {
-                Ok(msg) => runner.deliver(&msg),
-                Err(e) => {
-                    use async_nats::jetstream::consumer::pull::OrderedErrorKind as K;
-                    if runner.stream_error("OrderedError", e.kind() == K::MissingHeartbeat, &e) {
-                        return;
-                    }
-                }
-            }
-        }
-        runner.ended("the client's ordered consumer stream ended (Ordered yielded None)");
-    });
-    sub.started(task.abort_handle(), true);
+    sub.consume_stream(
+        messages,
+        false,
+        "the client's ordered consumer stream ended (Ordered yielded None)",
+    );
     let effective = watch.effective(Some(DEFAULT_IDLE_HEARTBEAT_S)).await;
     Ok(json!({"effective_idle_heartbeat_s": effective}))
 }
@@ -465,7 +508,7 @@ pub async fn push(d: &Arc<Driver>, req: &Value) -> OpResult {
             ),
         ));
     }
-    let mut messages = match consumer.messages().await {
+    let messages = match consumer.messages().await {
         Ok(m) => m,
         Err(e) => {
             sub.forget();
@@ -473,22 +516,11 @@ pub async fn push(d: &Arc<Driver>, req: &Value) -> OpResult {
         }
     };
     sub.set_consumer(&info.name);
-    let runner = sub.clone();
-    let task = tokio::spawn(async move {
-        while let Some(item) = messages.next().await {
-            match item {
-                Ok(msg) => runner.deliver(&msg),
-                Err(e) => {
-                    let missed = e.kind() == push::MessagesErrorKind::MissingHeartbeat;
-                    if runner.stream_error("push::MessagesError", missed, &e) {
-                        return;
-                    }
-                }
-            }
-        }
-        runner.ended("the client's push consumer stream ended (Messages yielded None)");
-    });
-    sub.started(task.abort_handle(), true);
+    sub.consume_stream(
+        messages,
+        false,
+        "the client's push consumer stream ended (Messages yielded None)",
+    );
     // push::Messages watches the consumer's own idle_heartbeat (2 intervals); null: none
     let hb = info.config.idle_heartbeat;
     let heartbeat = if hb.is_zero() {
@@ -521,29 +553,13 @@ pub async fn consume(d: &Arc<Driver>, req: &Value) -> OpResult {
         }
         Ok::<_, Fail>((watch, builder.messages().await?))
     };
-    let (watch, mut messages) = sub.set_up("starting the consumption", setup).await?;
+    let (watch, messages) = sub.set_up("starting the consumption", setup).await?;
     sub.set_consumer(&name);
-    let runner = sub.clone();
-    let task = tokio::spawn(async move {
-        while let Some(item) = messages.next().await {
-            match item {
-                Ok(msg) => {
-                    runner.deliver(&msg);
-                    if let Err(e) = msg.ack().await {
-                        eprintln!("async-nats driver: sub {}: ack failed: {e}", runner.id);
-                    }
-                }
-                Err(e) => {
-                    let missed = e.kind() == pull::MessagesErrorKind::MissingHeartbeat;
-                    if runner.stream_error("pull::MessagesError", missed, &e) {
-                        return;
-                    }
-                }
-            }
-        }
-        runner.ended("the client's pull consumer stream ended (Stream yielded None)");
-    });
-    sub.started(task.abort_handle(), true);
+    sub.consume_stream(
+        messages,
+        true,
+        "the client's pull consumer stream ended (Stream yielded None)",
+    );
     // Consumer::stream() asks for no heartbeat unless given one (pull.rs StreamBuilder::messages: Duration::ZERO)
     let effective = watch.effective(f64_arg(req, "idle_heartbeat_s")).await;
     Ok(json!({"effective_idle_heartbeat_s": effective}))

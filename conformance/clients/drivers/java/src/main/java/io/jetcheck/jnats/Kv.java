@@ -20,6 +20,7 @@ import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 
 /** v2: KV (ADR-8, ADR-48) and v3: kv_watch over jnats' KeyValue and KeyValueManagement. */
 final class Kv {
@@ -71,6 +72,9 @@ final class Kv {
     }
 
     Object handle(String op, JsonValue req) throws Exception {
+        if (op.equals("kv_watch")) {
+            return watch(req);
+        }
         Session s = d.session(req);
         if (op.equals("kv_bucket_names")) {
             List<String> names = new ArrayList<>();
@@ -210,21 +214,10 @@ final class Kv {
             options.add(KeyValueWatchOption.META_ONLY);
         }
         Sub sub = d.newSub(s.id, Json.str(req, "sub"), false);
-        WatchStream<KeyValueEntry> stream = new WatchStream<>(d, sub, "entry", this::shown);
+        KeyValueWatcher watcher = new KvWatchStream(d, sub, this::shown);
         try {
             KeyValue kv = s.nc.keyValue(bucket, s.kvo);
             List<String> keys = Json.strings(req, "keys");
-            KeyValueWatcher watcher = new KeyValueWatcher() {
-                @Override
-                public void watch(KeyValueEntry entry) {
-                    stream.update(entry);
-                }
-
-                @Override
-                public void endOfData() {
-                    stream.update(null);
-                }
-            };
             KeyValueWatchOption[] opts = options.toArray(new KeyValueWatchOption[0]);
             NatsKeyValueWatchSubscription w = keys.isEmpty() ? kv.watchAll(watcher, opts) : kv.watch(keys, watcher, opts);
             sub.started(w::unsubscribe, false, null, null);
@@ -233,5 +226,12 @@ final class Kv {
             throw e;
         }
         return null;
+    }
+
+    /** A KV watch's stream, which the client calls back as its KeyValueWatcher. */
+    private static final class KvWatchStream extends WatchStream<KeyValueEntry> implements KeyValueWatcher {
+        KvWatchStream(Main d, Sub sub, Function<KeyValueEntry, Object> encode) {
+            super(d, sub, "entry", encode);
+        }
     }
 }

@@ -156,10 +156,6 @@ public final class Main {
                 return features.consumerAdd(req);
             case "publish_retrying":
                 return features.publishRetrying(req);
-            case "kv_watch":
-                return kv.watch(req);
-            case "obj_watch":
-                return objects.watch(req);
             default:
         }
         if (op.startsWith("kv_")) {

@@ -19,6 +19,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.Function;
 
 /**
  * v2: object store and v3: obj_watch over jnats' ObjectStore and ObjectStoreManagement. Arguments arrive under
@@ -60,6 +61,9 @@ final class ObjectStores {
     }
 
     Object handle(String op, JsonValue req) throws Exception {
+        if (op.equals("obj_watch")) { // watch maps the client's errors itself (objectError)
+            return watch(req);
+        }
         try {
             return run(op, req);
         } catch (Failure f) {
@@ -188,20 +192,9 @@ final class ObjectStores {
         List<ObjectStoreWatchOption> options = WatchStream.options(args, ObjectStoreWatchOption.INCLUDE_HISTORY,
                 ObjectStoreWatchOption.UPDATES_ONLY, ObjectStoreWatchOption.IGNORE_DELETE);
         Sub sub = d.newSub(s.id, Json.str(args, "sub"), false);
-        WatchStream<ObjectInfo> stream = new WatchStream<>(d, sub, "info", ObjectStores::info);
+        ObjectStoreWatcher watcher = new ObjectWatchStream(d, sub, ObjectStores::info);
         try {
             ObjectStore os = s.nc.objectStore(bucket, s.oso);
-            ObjectStoreWatcher watcher = new ObjectStoreWatcher() {
-                @Override
-                public void watch(ObjectInfo info) {
-                    stream.update(info);
-                }
-
-                @Override
-                public void endOfData() {
-                    stream.update(null);
-                }
-            };
             NatsObjectStoreWatchSubscription w = os.watch(watcher, options.toArray(new ObjectStoreWatchOption[0]));
             sub.started(w::unsubscribe, false, null, null);
         } catch (Exception e) {
@@ -209,5 +202,12 @@ final class ObjectStores {
             throw objectError(e);
         }
         return null;
+    }
+
+    /** An object store watch's stream, which the client calls back as its ObjectStoreWatcher. */
+    private static final class ObjectWatchStream extends WatchStream<ObjectInfo> implements ObjectStoreWatcher {
+        ObjectWatchStream(Main d, Sub sub, Function<ObjectInfo, Object> encode) {
+            super(d, sub, "info", encode);
+        }
     }
 }

@@ -9,9 +9,11 @@ import java.util.function.Function;
 
 /**
  * A watch's updates streamed in the order the client's watcher yields them; its endOfData() becomes a record with
- * a null entry/info. The watch misbehaviours drop the end-of-data record or the first update.
+ * a null entry/info. The watch misbehaviours drop the end-of-data record or the first update. A subclass that
+ * implements the client's watcher interface for its kind (KeyValueWatcher, ObjectStoreWatcher) is the watcher the
+ * client calls: watch() and endOfData() are the interface's methods.
  */
-final class WatchStream<T> {
+abstract class WatchStream<T> {
     private final Main d;
     private final Sub sub;
     private final String field;
@@ -43,7 +45,11 @@ final class WatchStream<T> {
         this.encode = encode;
     }
 
-    void update(T update) {
+    public void endOfData() {
+        watch(null);
+    }
+
+    public void watch(T update) {
         Object payload = update == null ? null : encode.apply(update);
         synchronized (sub) {
             if (sub.stopped) {
