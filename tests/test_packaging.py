@@ -46,4 +46,16 @@ def test_the_wheel_builds_without_warnings_and_ships_the_drivers_sources(tmp_pat
     (wheel,) = wheels.glob("jetcheck-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert [name for name in SHIPPED if name not in names] == []
+    sources = [f"jetcheck/{path.relative_to(ROOT).as_posix()}" for path in _driver_sources()]
+    assert [name for name in sources if name not in names] == [], "a driver source the wheel leaves out"
     assert not [name for name in names if "/node_modules/" in name or name.endswith("/go/driver")]
+
+
+def _driver_sources():
+    """Every driver source in the tree: what a build of a driver reads (not what it makes or downloads)."""
+    drivers = ROOT / "conformance" / "clients" / "drivers"
+    made = {"node_modules", "target", "__pycache__"}
+    suffixes = {".go", ".mod", ".sum", ".mjs", ".json", ".rs", ".toml", ".lock", ".java", ".xml", ".properties", ".md"}
+    for path in sorted(drivers.rglob("*")):
+        if path.is_file() and path.suffix in suffixes and not made & set(path.relative_to(drivers).parts):
+            yield path
