@@ -29,7 +29,9 @@ pub const RUSTC_VERSION: &str = env!("DRIVER_RUSTC_VERSION");
 
 pub type OpResult = Result<Value, Fail>;
 
-/// The misbehave modes this driver knows (PROTOCOL.md `misbehave` and the modes of each section).
+/// The misbehave modes this driver knows (PROTOCOL.md `misbehave` and the modes of each section). Two change nothing
+/// here: `status-misreport` (obj_status is unsupported: async-nats's ObjectStore has no status call) and
+/// `publish-no-retry` (publish_retrying is unsupported: async-nats has no publish retry); their rules are na for it.
 pub const KNOWN_MODES: &[&str] = &[
     "swallow-missed-heartbeat",
     "chatty-missed-heartbeat",
