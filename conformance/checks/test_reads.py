@@ -94,8 +94,7 @@ class DirectAnswer:
 
     def __str__(self) -> str:
         """The answer in a failure's words: its messages' sequences, then its status."""
-        messages = f"messages {self.seqs}" if self.seqs else "no message"
-        return f"{messages}, then status {self.status}" if self.status else f"{messages} and no status"
+        return _answer(self.seqs, self.status)
 
 
 async def _direct_replies(nc, stream, body: dict) -> DirectAnswer:
@@ -125,9 +124,21 @@ async def _direct_replies(nc, stream, body: dict) -> DirectAnswer:
         await sub.unsubscribe()
 
 
+async def _direct_seqs(nc, stream, body: dict) -> tuple[list[int | None], str | None]:
+    """The sequences a DIRECT.GET request is answered with (None for a reply without Nats-Sequence) and the status
+    that ends them (None: none came)."""
+    answer = await _direct_replies(nc, stream, body)
+    return answer.seqs, answer.status
+
+
 async def _stored_time(nc, stream, seq: int) -> str:
     """The server's timestamp of message `seq`, as it wrote it (RFC 3339 with nanoseconds)."""
     return (await _get(nc, stream, seq=seq))["time"]
+
+
+def _answer(seqs: list[int | None], status: str | None) -> str:
+    messages = f"messages {seqs}" if seqs else "no message"
+    return f"{messages}, then status {status}" if status else f"{messages} and no status"
 
 
 async def _assert_direct_answer(nc, stream, body: dict, seqs: list[int], status: str, documented: str) -> None:
@@ -314,10 +325,10 @@ async def test_a_batched_direct_get_from_a_deleted_sequence_returns_the_messages
     await _deleted(nc, stream, 5)
     for start, expected in ((1, [4, 6]), (5, [6])):
         body = {"seq": start, "batch": 10}
-        answer = await _direct_replies(nc, stream, body)
-        assert (answer.seqs, answer.status) == (expected, "204"), (
+        seqs, status = await _direct_seqs(nc, stream, body)
+        assert (seqs, status) == (expected, "204"), (
             f"{body} with 1-3 purged and 5 deleted: documented the messages from seq {start} on, {expected}, "
-            f"then 204 EOB; got {answer}"
+            f"then 204 EOB; got {_answer(seqs, status)}"
         )
 
 
@@ -482,16 +493,16 @@ async def test_multi_last_matching_more_than_1024_subjects_answers_413(js, nc, m
     for n in range(MULTI_LAST_LIMIT):
         await js.publish(stream.subject("k", str(n)), b"v")
     body = {"multi_last": [stream.subject("k", ">")]}
-    answer = await _direct_replies(nc, stream, body)
-    assert (len(answer.messages), answer.status) == (MULTI_LAST_LIMIT, "204"), (
+    seqs, status = await _direct_seqs(nc, stream, body)
+    assert (len(seqs), status) == (MULTI_LAST_LIMIT, "204"), (
         f"{body} matching {MULTI_LAST_LIMIT} subjects (the documented limit): their {MULTI_LAST_LIMIT} last messages "
-        f"then 204 EOB; got {len(answer.messages)} messages, then status {answer.status}"
+        f"then 204 EOB; got {len(seqs)} messages, then status {status}"
     )
     await js.publish(stream.subject("k", "over"), b"v")
-    answer = await _direct_replies(nc, stream, body)
-    assert (answer.seqs, answer.status) == ([], "413"), (
+    seqs, status = await _direct_seqs(nc, stream, body)
+    assert (seqs, status) == ([], "413"), (
         f"{body} matching {MULTI_LAST_LIMIT + 1} subjects, more than the 1024 allowed: documented status 413 and no "
-        f"message; got {len(answer.messages)} messages, then status {answer.status}"
+        f"message; got {len(seqs)} messages, then status {status}"
     )
 
 
