@@ -39,7 +39,15 @@ TABLE: dict[int, tuple[int, str]] = {
     10136: (400, "consumer cannot have both FilterSubject and FilterSubjects specified"),
     10138: (400, "consumer subject filters cannot overlap"),
     10139: (400, "consumer filter in FilterSubjects cannot be empty"),
+    10159: (400, "Setting PriorityPolicy requires at least one PriorityGroup to be set"),
+    10162: (400, "Valid priority group name must match A-Z, a-z, 0-9, -_/=)+ and may not exceed 16 characters"),
+    10166: (400, "per-message TTL is disabled"),
+    10169: (400, "message counter increment is missing"),
+    10171: (400, "message counter increment is invalid"),
+    10178: (400, "priority groups can not be used with push consumers"),
     10185: (412, "JetStream minimum api level required"),
+    10189: (400, "message schedules pattern is invalid"),
+    10190: (400, "message schedules target is invalid"),
 }
 PLACEHOLDER = re.compile(r"\{[a-z]+\}")
 
@@ -58,6 +66,14 @@ class Refusal(NamedTuple):
 def refusal_of(error) -> Refusal:
     """The Refusal an ApiError (or a nats-py APIError) carries."""
     return Refusal(error.code or 0, error.err_code or 0, error.description or "")
+
+
+def refusal_in(reply: dict) -> Refusal | None:
+    """The Refusal a JSON reply (a publish's ack, an API answer) carries as its `error`; None when it has none."""
+    error = reply.get("error")
+    if not error:
+        return None
+    return Refusal(error.get("code") or 0, error.get("err_code") or 0, error.get("description") or "")
 
 
 def _fits(words: str, template: str) -> bool:

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from jetcheck.conformance.checks.answers import refused
+from jetcheck.conformance.documented_errors import DocumentedRefusal, assert_refused_as_documented, refusal_in
 from jetcheck.conformance.jsapi import eventually, publish_raw, stream_state, subject_messages
 from jetcheck.conformance.silence import answering
 
@@ -16,6 +17,9 @@ INCR = "Nats-Incr"
 COUNTER_SOURCES = "Nats-Counter-Sources"
 ADR49 = "ADR-49"
 CATCH_UP_S = 5.0
+INVALID = ("abc", "1.5")  # Nats-Incr values that are no integer
+INVALID_INCREMENT = DocumentedRefusal(400, 10171)
+MISSING_INCREMENT = DocumentedRefusal(400, 10169)
 FORBIDDEN = {
     "Nats-Rollup": "sub",
     "Nats-Expected-Last-Sequence": "0",
@@ -58,13 +62,17 @@ async def test_totals_beyond_2_to_the_64_stay_exact(nc, make_stream):
 
 @pytest.mark.rule("counters.invalid-refused")
 async def test_an_increment_that_is_no_integer_or_none_is_rejected(nc, make_stream, observe):
-    """Nats-Incr abc and 1.5, and a publish without Nats-Incr, are rejected and nothing is stored."""
+    """Nats-Incr abc and 1.5 are rejected with 400/10171, a publish without Nats-Incr with 400/10169, and nothing is
+    stored."""
     stream = await _counter(make_stream)
-    acks = {value: await publish_raw(nc, stream.subject("a"), b"", {INCR: value}) for value in ("abc", "1.5")}
+    acks = {f"Nats-Incr {value}": await publish_raw(nc, stream.subject("a"), b"", {INCR: value}) for value in INVALID}
     acks["no Nats-Incr"] = await publish_raw(nc, stream.subject("a"), b"", None)
-    observe("rejections", {value: ack.get("error") for value, ack in acks.items()})
-    stored = {value: ack for value, ack in acks.items() if "error" not in ack}
+    observe("rejections", {sent: ack.get("error") for sent, ack in acks.items()})
+    stored = {sent: ack for sent, ack in acks.items() if "error" not in ack}
     assert not stored, f"{ADR49}: an increment that fails to parse, or none, is rejected with an error; acked {stored}"
+    for sent, ack in acks.items():
+        documented = MISSING_INCREMENT if sent == "no Nats-Incr" else INVALID_INCREMENT
+        assert_refused_as_documented(refusal_in(ack), documented, f"{ADR49}: a counter publish with {sent}")
     assert (await stream_state(nc, stream.name)).messages == 0, f"{ADR49}: a rejected increment was stored"
 
 

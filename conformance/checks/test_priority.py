@@ -8,6 +8,7 @@ import pytest
 
 from jetcheck.conformance.checks.answers import refused
 from jetcheck.conformance.clients.base import Indeterminate
+from jetcheck.conformance.documented_errors import DocumentedRefusal, Refusal, assert_refused_as_documented
 from jetcheck.conformance.jsapi import NS, RawPull, api, consumer_info, create_consumer, held_within, publish_raw, pull
 
 pytestmark = pytest.mark.asyncio
@@ -17,6 +18,9 @@ PIN = "Nats-Pin-Id"
 ADR42 = "ADR-42"
 WAIT_S = 1.5  # a pull's expires is 1 s: its status comes within this
 PIN_TIMEOUT_S = 1  # the priority_timeout of pin-timeout's consumer (any positive duration is accepted)
+NO_GROUP = DocumentedRefusal(400, 10159)
+BAD_GROUP_NAME = DocumentedRefusal(400, 10162)
+PUSH_WITH_GROUPS = DocumentedRefusal(400, 10178)
 
 
 async def _filled(nc, make_stream, count: int):
@@ -67,7 +71,7 @@ async def _served_only_at(
     assert below[0] == [serves], f"{ADR42}: a pull whose {field} ({met}) {held[1]} is served; it got {below}"
 
 
-async def _create_refusal(nc, stream, names, asked: str, **config) -> tuple[int, int, str]:
+async def _create_refusal(nc, stream, names, asked: str, **config) -> Refusal:
     name = names.consumer()
     body = {"stream_name": stream.name, "config": {"durable_name": name, "ack_policy": "explicit", **config}}
     return await refused(nc, f"$JS.API.CONSUMER.CREATE.{stream.name}.{name}", body, asked)
@@ -85,16 +89,21 @@ async def _pinned(nc, names, make_stream, **config) -> tuple[object, str, str]:
 
 @pytest.mark.rule("priority.config-refusals")
 async def test_priority_groups_refuse_a_bad_config(nc, names, make_stream, observe):
-    """A policy without groups, a 17-character or spaced group name, and groups on a push consumer are refused."""
+    """A policy without groups (400/10159), a 17-character or spaced group name (400/10162), and groups on a push
+    consumer (400/10178) are refused."""
     stream = await make_stream()
+    pinned = {"priority_policy": "pinned_client"}
     cases = {
-        "a priority_policy without priority_groups": {"priority_policy": "pinned_client"},
-        "a 17-character group name": {"priority_policy": "pinned_client", "priority_groups": ["g" * 17]},
-        "a group name with a space": {"priority_policy": "pinned_client", "priority_groups": ["a b"]},
-        "priority groups on a push consumer": {"priority_policy": "pinned_client", "priority_groups": [GROUP],
-                                               "deliver_subject": names.subject()},
+        "a priority_policy without priority_groups": (pinned, NO_GROUP),
+        "a 17-character group name": ({**pinned, "priority_groups": ["g" * 17]}, BAD_GROUP_NAME),
+        "a group name with a space": ({**pinned, "priority_groups": ["a b"]}, BAD_GROUP_NAME),
+        "priority groups on a push consumer": ({**pinned, "priority_groups": [GROUP],
+                                                "deliver_subject": names.subject()}, PUSH_WITH_GROUPS),
     }  # fmt: skip
-    observe("refusals", {asked: await _create_refusal(nc, stream, names, asked, **c) for asked, c in cases.items()})
+    got = {asked: await _create_refusal(nc, stream, names, asked, **config) for asked, (config, _) in cases.items()}
+    observe("refusals", got)
+    for asked, (_, documented) in cases.items():
+        assert_refused_as_documented(got[asked], documented, f"{ADR42}: {asked}")
 
 
 @pytest.mark.rule("priority.one-group")
@@ -102,6 +111,8 @@ async def test_a_consumer_with_two_priority_groups_is_refused(nc, names, make_st
     """A consumer with priority groups `a` and `b` is refused."""
     stream = await make_stream()
     config = {"priority_policy": "pinned_client", "priority_groups": ["a", "b"]}
+    # no document gives this refusal a code (ADR-42 says only "error"; the errors table has none for it): any API
+    # error is the refusal, and its code is recorded
     observe("refusal", await _create_refusal(nc, stream, names, f"{ADR42}: more than one priority group", **config))
 
 

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from jetcheck.conformance.checks.answers import refused
+from jetcheck.conformance.documented_errors import DocumentedRefusal, assert_refused_as_documented, refusal_in
 from jetcheck.conformance.jsapi import (
     api,
     epoch_seconds,
@@ -25,6 +26,9 @@ SCHEDULE, TARGET, SCHEDULER, NEXT = "Nats-Schedule", "Nats-Schedule-Target", "Na
 PAST = "@at 2009-11-10T23:00:00Z"
 SLACK_S = 1.0  # how long after its time a schedule may take to fire
 FIRE_S = 5.0
+INVALID_PATTERN = DocumentedRefusal(400, 10189)
+INVALID_TARGET = DocumentedRefusal(400, 10190)
+TTL_DISABLED = DocumentedRefusal(400, 10166)  # the errors table's 'per-message TTL is disabled', as for Nats-TTL
 
 
 async def _scheduling(make_stream, **config):
@@ -101,21 +105,24 @@ async def test_a_schedule_to_a_stream_without_schedules_is_rejected(nc, make_str
 
 @pytest.mark.rule("schedules.invalid-rejected")
 async def test_an_invalid_schedule_is_rejected(nc, make_stream, observe):
-    """A pattern '@sometimes', no target, a target outside the stream, and Nats-Schedule-TTL without allow_msg_ttl
-    are each rejected."""
+    """A pattern '@sometimes' is rejected with 400/10189, no target and a target outside the stream with 400/10190,
+    and Nats-Schedule-TTL without allow_msg_ttl with 400/10166."""
     stream = await _scheduling(make_stream)
     target = stream.subject("target")
     cases = {
-        "pattern @sometimes": {SCHEDULE: "@sometimes", TARGET: target},
-        "no target": {SCHEDULE: PAST},
-        "a target outside the stream": {SCHEDULE: PAST, TARGET: f"{stream.root}x.elsewhere"},
-        "Nats-Schedule-TTL without allow_msg_ttl": {SCHEDULE: PAST, TARGET: target, "Nats-Schedule-TTL": "5m"},
-    }
+        "pattern @sometimes": ({SCHEDULE: "@sometimes", TARGET: target}, INVALID_PATTERN),
+        "no target": ({SCHEDULE: PAST}, INVALID_TARGET),
+        "a target outside the stream": ({SCHEDULE: PAST, TARGET: f"{stream.root}x.elsewhere"}, INVALID_TARGET),
+        "Nats-Schedule-TTL without allow_msg_ttl": ({SCHEDULE: PAST, TARGET: target, "Nats-Schedule-TTL": "5m"},
+                                                    TTL_DISABLED),
+    }  # fmt: skip
     acks = {what: await publish_raw(nc, stream.subject("schedule", str(n)), b"", headers)
-            for n, (what, headers) in enumerate(cases.items())}  # fmt: skip
+            for n, (what, (headers, _)) in enumerate(cases.items())}  # fmt: skip
     observe("rejections", {what: ack.get("error") for what, ack in acks.items()})
     accepted = {what: ack for what, ack in acks.items() if not _rejected(ack)}
     assert not accepted, f"{ADR51}: an invalid schedule is rejected; accepted {accepted}"
+    for what, (_, documented) in cases.items():
+        assert_refused_as_documented(refusal_in(acks[what]), documented, f"{ADR51}: a schedule with {what}")
     assert (await stream_state(nc, stream.name)).messages == 0, f"{ADR51}: a rejected schedule was stored or fired"
 
 

@@ -31,6 +31,10 @@ TTL = "Nats-TTL"
 WHOLE_SECONDS = re.compile(r"^(\d+)s?$")
 FOREVER_S = 3600.0  # a pause that outlasts any check
 REQUIRED_LEVEL = "Nats-Required-Api-Level"
+ANY_REQUEST = re.compile("")  # replies to any request: API calls, and publishes whose ack is the reply
+# the documented refusals of priority group configs (10159, 10162, 10178), counter increments (10169, 10171) and
+# schedules (10189, 10190, and 10166 for a schedule TTL on a stream without TTLs)
+FEATURE_REFUSALS = frozenset({10159, 10162, 10178, 10169, 10171, 10189, 10190, 10166})
 INCR = "Nats-Incr"
 STREAM_SOURCE = "Nats-Stream-Source"
 COUNTER_SOURCES = "Nats-Counter-Sources"
@@ -73,6 +77,16 @@ def _halved_ttl(ttl: str) -> str | None:
 def _valid_increment(increment: str) -> str | None:
     """An increment that is no integer becomes +1: a counter stream takes what it must reject."""
     return None if INTEGER.match(increment) else "+1"
+
+
+def _as_bad_request(body: dict) -> bool:
+    """A refusal with one of FEATURE_REFUSALS is answered as the general 400/10003 'bad request': the server still
+    refuses, but not with the code the errors table documents for the case."""
+    error = body.get("error")
+    if not isinstance(error, dict) or error.get("err_code") not in FEATURE_REFUSALS:
+        return False
+    body["error"] = {"code": 400, "err_code": 10003, "description": "bad request"}
+    return True
 
 
 def _earlier_schedule(schedule: str) -> str | None:
@@ -251,6 +265,7 @@ BREAKERS: dict[str, Callable[[], Breaker]] = {
     "info-drop-api-level": lambda: ReplyRewriter(ACCOUNT_INFO, dropping("api")).breaker("info-drop-api-level"),
     "strip-asset-metadata": lambda: ReplyRewriter(ASSET_CREATE, _strip_server_metadata).breaker("strip-asset-metadata"),
     "strip-required-level": lambda: Breaker("strip-required-level", headers_remover(REQUIRED_LEVEL)),
+    "refusals-as-bad-request": lambda: ReplyRewriter(ANY_REQUEST, _as_bad_request).breaker("refusals-as-bad-request"),
     "create-drop-republish": request_rewriting("create-drop-republish", CREATE_SUBJECT, dropping("republish")),
     "create-drop-metadata": _create_dropping_metadata,
     "create-drop-compression": request_rewriting("create-drop-compression", CREATE_SUBJECT, dropping("compression")),

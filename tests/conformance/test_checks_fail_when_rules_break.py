@@ -175,6 +175,17 @@ PROOFS = [
         },
     ),
     proof("pull-group-jobs", "priority", {"priority.pull-needs-group"}),
+    # the documented codes of refusals (errors table): priority group configs, counter increments and schedules still
+    # refused, but all with the general 400/10003 'bad request'
+    proof(
+        "refusals-as-bad-request",
+        "priority,counters,schedules",
+        {"priority.config-refusals", "counters.invalid-refused", "schedules.invalid-rejected"},
+        reasons=dict.fromkeys(
+            ("priority.config-refusals", "counters.invalid-refused", "schedules.invalid-rejected"),
+            "refused with 400/10003",
+        ),
+    ),
     proof("pull-drop-pin-id", "priority", {"priority.pin-id", "priority.unpin", "priority.pin-timeout"}),
     proof("pull-drop-min-pending", "priority", {"priority.overflow-min-pending"}),
     proof("pull-drop-min-ack-pending", "priority", {"priority.overflow-min-ack-pending"}),
