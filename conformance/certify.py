@@ -148,23 +148,28 @@ def run_checks(cfg: Config, pytest_args: list[str]) -> int:
 
 
 def summarise(results: list[CheckResult]) -> str:
-    """Counts by area and status, then each failing or erroring check, and each MUST check of the profile that did
-    not run, in one line with its reason."""
+    """Counts by area and status, then each failing or erroring check, each check whose documents disagree (with
+    both documents' words), and each MUST check of the profile that did not run, in one line with its reason."""
     by_area: dict[str, Counter] = defaultdict(Counter)
     for result in results:
         by_area[result.area][result.status] += 1
     width = max([len("area"), *(len(a) for a in by_area)])
-    lines = [f"{'area':<{width}}  " + "  ".join(f"{s:>5}" for s in STATUSES)]
+    lines = [f"{'area':<{width}}  " + "  ".join(f"{s:>{_wide(s)}}" for s in STATUSES)]
     for area in sorted(by_area):
-        lines.append(f"{area:<{width}}  " + "  ".join(f"{by_area[area][s]:>5}" for s in STATUSES))
+        lines.append(f"{area:<{width}}  " + "  ".join(f"{by_area[area][s]:>{_wide(s)}}" for s in STATUSES))
     total = Counter(r.status for r in results)
-    lines.append(f"{'total':<{width}}  " + "  ".join(f"{total[s]:>5}" for s in STATUSES))
+    lines.append(f"{'total':<{width}}  " + "  ".join(f"{total[s]:>{_wide(s)}}" for s in STATUSES))
     for result in results:
-        if result.status in FAILING or (result.level == "MUST" and did_not_run(result)):
+        if result.status in (*FAILING, "disagree") or (result.level == "MUST" and did_not_run(result)):
             first = result.message.strip().splitlines()[0] if result.message.strip() else ""
-            shown = result.status.upper() if result.status in FAILING else "NOT RUN"
+            shown = result.status.upper() if result.status in (*FAILING, "disagree") else "NOT RUN"
             lines.append(f"{shown:5} {result.level:6} {result.subject:6} {result.id}: {first}")
     return "\n".join(lines)
+
+
+def _wide(status: str) -> int:
+    """The width of a status's column in the counts: five, or the status's own name where it is longer."""
+    return max(5, len(status))
 
 
 def _run_info(out: Path) -> dict | None:

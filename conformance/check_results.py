@@ -1,4 +1,4 @@
-"""A check's result from pytest's reports of its setup, call and teardown: its status (pass, fail, error, na,
+"""A check's result from pytest's reports of its setup, call and teardown: its status (pass, fail, error, disagree, na,
 skip), its message in plain words, and the CheckResult written to results.jsonl."""
 
 from __future__ import annotations
@@ -19,11 +19,27 @@ from .run_record import RunRecord, append_result, client_info
 from .stash_keys import NA_REASON, OBSERVED, PROBED, RULE, SERVER_LOG, run_of
 
 NA_PREFIX = "na: "
+DISAGREE_PREFIX = "documents disagree: "
 
 
 def na(reason: str) -> None:
     """End the running check as `na`: the target cannot support what the rule needs."""
     pytest.skip(NA_PREFIX + reason)
+
+
+def documents_disagree(followed: str, departed: str, did: str) -> None:
+    """End the running check as `disagree`: two documents say different things about its rule, and the target did
+    what one says. `followed` is that document with its words, `departed` the other with its own, `did` what the
+    target did. Not a failure of the rule (jetcheck.verdict): a target cannot be held to both."""
+    pytest.skip(f"{DISAGREE_PREFIX}the target follows {followed}, not {departed}: {did}")
+
+
+def _skipped(reason: str) -> tuple[str, str, None]:
+    """The status and message of a check that ended by pytest.skip: na(), documents_disagree() or a plain skip."""
+    for prefix, status in ((NA_PREFIX, "na"), (DISAGREE_PREFIX, "disagree")):
+        if reason.startswith(prefix):
+            return status, reason.removeprefix(prefix), None
+    return "skip", reason, None
 
 
 # Failures of these kinds leave the outcome unknown (the suite could not finish asking), not a server deviation.
@@ -47,14 +63,12 @@ def classify(item: pytest.Item, reports: dict) -> tuple[str, str, pytest.Excepti
         if excinfo is not None and excinfo.errisinstance(NotInRelease):
             return "na", str(excinfo.value), None
     if setup is not None and setup.skipped:
-        reason = setup_exc.value.msg if setup_exc is not None else "skipped"
-        return ("na" if reason.startswith(NA_PREFIX) else "skip", reason.removeprefix(NA_PREFIX), None)
+        return _skipped(setup_exc.value.msg if setup_exc is not None else "skipped")
     if setup is not None and setup.failed:
         return "error", f"setup failed: {plain(setup_exc)}", setup_exc
     call, call_exc = reports.get("call", (None, None))
     if call is not None and call.skipped:
-        reason = call_exc.value.msg if call_exc is not None else "skipped"
-        return ("na" if reason.startswith(NA_PREFIX) else "skip", reason.removeprefix(NA_PREFIX), None)
+        return _skipped(call_exc.value.msg if call_exc is not None else "skipped")
     if call is not None and call.failed:
         indeterminate = call_exc is not None and (
             call_exc.errisinstance(INDETERMINATE) or describe(call_exc).startswith("Failed: Timeout")

@@ -4,7 +4,9 @@ only where a document fixes them.
 docs.nats.io's JetStream errors table (ERRORS_TABLE) gives each code its HTTP status and description. Many
 descriptions are a placeholder only (10052's is `{err}`): for those the table fixes the code, and the words are
 nats-server's own, which it may change in any release (ADR-7 keeps descriptions out of SemVer). A check compares
-such words only where another document quotes them (ADR-43 lists its 10052 texts), naming that document.
+such words only where another document quotes them (ADR-43 lists its 10052 texts), naming that document. Where two
+documents give a refusal differently (ADR-44's words and the table's for 10185), a target answering as one of them
+ends the check as `disagree`, naming both (assert_refused_as_a_document_says).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import NamedTuple
+
+from .check_results import documents_disagree
 
 ERRORS_TABLE = "docs.nats.io/reference/jetstream/errors"
 
@@ -142,3 +146,23 @@ def assert_refused_as_documented(got: Refusal, documented: DocumentedRefusal, as
         observe("description", got.description)
     deviation = documented.deviation(got)
     assert deviation is None, f"{asked} is refused with {documented}; {deviation}: {got}"
+
+
+def assert_refused_as_a_document_says(
+    got: Refusal, documents: tuple[DocumentedRefusal, DocumentedRefusal], asked: str
+) -> None:
+    """For a refusal two documents give differently: where `got`, the answer to `asked`, is the refusal one of
+    `documents` gives, the check ends as `disagree`, naming both (check_results.documents_disagree); where it is
+    neither's, the check fails."""
+    first, second = documents
+    same_code = (first.status, first.err_code) == (second.status, second.err_code)
+    if same_code and (
+        None in (first.expected_words, second.expected_words) or first.expected_words == second.expected_words
+    ):
+        raise ValueError(f"{first} and {second} do not disagree: one refusal is both")
+    for followed, departed in ((first, second), (second, first)):
+        if followed.deviation(got) is None:
+            documents_disagree(str(followed), str(departed), f"{asked} was refused with {got}")
+    raise AssertionError(
+        f"{asked} is refused with {first}, or as another document says, {second}; it was refused with {got}"
+    )

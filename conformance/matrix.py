@@ -159,10 +159,10 @@ def run(args: argparse.Namespace) -> int:
             by_run[(version, client)] = list(read_results(results_path))
             folders.append(folder)
             exit_status = worst_exit((exit_status, status))
-    print("\nversion   client    " + "  ".join(f"{s:>5}" for s in STATUSES))
+    print("\nversion   client    " + "  ".join(f"{s:>{max(5, len(s))}}" for s in STATUSES))
     for (version, client), results in by_run.items():
         counts = Counter(r.status for r in results)
-        print(f"{version:<9} {client:<9} " + "  ".join(f"{counts[s]:>5}" for s in STATUSES))
+        print(f"{version:<9} {client:<9} " + "  ".join(f"{counts[s]:>{max(5, len(s))}}" for s in STATUSES))
     for client in names:
         by_version = {v: results for (v, c), results in by_run.items() if c == client}
         print(f"\nwhat differs between versions{f' ({client})' if len(names) > 1 else ''}:")

@@ -20,7 +20,8 @@ from typing import Any
 
 from jetcheck.errors import JetcheckError
 
-STATUSES = ("pass", "fail", "error", "na", "skip")
+# disagree: two documents say different things about the rule and the target does what one of them says
+STATUSES = ("pass", "fail", "error", "disagree", "na", "skip")
 LEVELS = ("MUST", "SHOULD")
 SUBJECTS = ("server", "client")  # whose behaviour a rule judges: the server's alone, or the client's too
 
@@ -58,7 +59,7 @@ class CheckResult:
     server_version: str
     client: dict[str, str]  # {"name": ..., "version": ...}
     duration_s: float
-    message: str = ""  # for fail/error/na: what was expected, what happened
+    message: str = ""  # for fail/error/na: what was expected, what happened; for disagree: both documents' words
     check: str = ""  # the pytest node id that ran it
     run_id: str = ""
     observed: dict[str, Any] = field(default_factory=dict)  # version-dependent behaviour seen, timings

@@ -3,8 +3,8 @@
 Every consumer asks this module: `jetcheck certify`'s exit code, the report's banner and summary.md, `jetcheck run`
 (with and without --strict) and the matrix cells of `jetcheck matrix` and the report.
 
-Statuses, worst first (``STATUS_ORDER``): ``fail``, ``error``, ``skip``, ``na``, ``pass``. A rule with several
-checks takes the worst status of its checks, and so does a matrix cell with several results.
+Statuses, worst first (``STATUS_ORDER``): ``fail``, ``error``, ``skip``, ``disagree``, ``na``, ``pass``. A rule with
+several checks takes the worst status of its checks, and so does a matrix cell with several results.
 
 What a status means for the verdict:
 
@@ -12,6 +12,9 @@ What a status means for the verdict:
   established, which a certificate cannot pass over). Of a SHOULD rule: shown, never failing.
 - ``skip``: the check did not run (skipped for a reason other than the target's abilities). It does not count as a
   failure, but every sentence shows how many rules were not run.
+- ``disagree``: two documents say different things about the rule (an ADR and the errors table, say), and the target
+  does what one of them says; the result names both. Not a failure, of a MUST rule or a SHOULD: a target cannot be
+  held to both. Shown, and counted apart; the rule ran.
 - ``na``: the rule is not in the run's profile (a rule of a newer nats-server release than the one certified, its
   message beginning "not in profile"), or the target cannot support it (needs a cluster, a managed server); fine,
   and shown, each kind apart.
@@ -38,7 +41,7 @@ from typing import Any
 
 from jetcheck.records import CheckResult
 
-STATUS_ORDER = ("fail", "error", "skip", "na", "pass")  # worst first
+STATUS_ORDER = ("fail", "error", "skip", "disagree", "na", "pass")  # worst first
 FAILING = ("fail", "error")
 
 # certify's exit codes; `jetcheck run` maps an incomplete run to its own "step did not complete" code
@@ -101,6 +104,7 @@ class SubjectVerdict:
     must_in_profile: int = 0  # MUST rules in the profile
     # checks of those rules that did not run (skip, or na for what the target cannot do)
     must_not_run_checks: tuple[CheckResult, ...] = ()
+    disagreeing: int = 0  # rules whose worst status is disagree: their documents disagree, the target follows one
 
     @property
     def cannot_support(self) -> int:
@@ -140,6 +144,8 @@ class SubjectVerdict:
             extras.append(f"{self.cannot_support} na")
         if self.not_run:
             extras.append(f"{self.not_run} not run")
+        if self.disagreeing:
+            extras.append(_count(self.disagreeing, "rule", "rules") + " whose documents disagree")
         if extras:
             rules += f" ({', '.join(extras)})"
         if self.must_failing:
@@ -158,7 +164,7 @@ class SubjectVerdict:
             )
         elif self.complete and (self.not_run or self.must_not_run):
             # a subject of which only some rules of its profile were checked conforms in those, not as a whole
-            ran = self.rules - self.out_of_profile - self.not_run - self.cannot_support
+            ran = self.rules - self.out_of_profile - self.not_run - self.cannot_support  # a disagree ran
             head = f"conforms in the {ran} {'rule' if ran == 1 else 'rules'} that ran, {rules}"
         elif self.complete:
             head = f"conforms, {rules}"
@@ -295,6 +301,7 @@ def judge(
                 out_of_profile=len(out_of_profile),
                 must_in_profile=len(must),
                 must_not_run_checks=tuple(r for r in of_subject if r.id in must and did_not_run(r)),
+                disagreeing=statuses.count("disagree"),
             )
         )
     interrupted = bool(run_info and run_info.get("interrupted"))

@@ -10,7 +10,14 @@ from typing import Any
 
 import pandas as pd
 
-STATUS_HEADERS = {"pass": "pass", "fail": "fail", "error": "error", "na": "n/a", "skip": "skipped"}
+STATUS_HEADERS = {
+    "pass": "pass",
+    "fail": "fail",
+    "error": "error",
+    "disagree": "documents disagree",
+    "na": "n/a",
+    "skip": "skipped",
+}
 NS = 1_000_000_000
 
 

@@ -21,7 +21,14 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from jetcheck.reports.load_report import GROUP, LoadTables
 
-STATUS_COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "error": "#ef6c00", "na": "#9e9e9e", "skip": "#bdbdbd"}
+STATUS_COLOURS = {
+    "pass": "#2e7d32",
+    "fail": "#c62828",
+    "error": "#ef6c00",
+    "disagree": "#6a1b9a",
+    "na": "#9e9e9e",
+    "skip": "#bdbdbd",
+}
 MAX_SERIES = 4
 WIDTH_IN = 10.5
 PANEL_HEIGHT_IN = 2.6

@@ -56,7 +56,7 @@ def compare_load(
 
 
 def _worst_status(results: pd.DataFrame) -> pd.DataFrame:
-    rank = results["status"].map({"fail": 0, "error": 1, "pass": 2, "na": 3, "skip": 4})
+    rank = results["status"].map({"fail": 0, "error": 1, "disagree": 2, "pass": 3, "na": 4, "skip": 5})
     return results.assign(rank=rank).sort_values("rank").drop_duplicates("id").set_index("id")
 
 

@@ -213,6 +213,31 @@ def observed(text: str) -> str:
         return text
 
 
+def disagreements(content: ReportContent, several: bool) -> Table:
+    """The checks whose documents disagree (not failures): each rule, and its message naming both documents, their
+    words and what the target did."""
+    results = content.conformance.results
+    frame = results[results["status"] == "disagree"]
+    headers = [
+        *(["result set"] if several else []),
+        "rule",
+        "level",
+        "title",
+        "what the documents say, what the target did",
+    ]
+    rows = [
+        [
+            *([Cell(r["result_set"])] if several else []),
+            Cell(r["id"]),
+            Cell(r["level"]),
+            Cell(r["title"]),
+            Cell(r["message"]),
+        ]
+        for r in frame.to_dict("records")
+    ]
+    return Table("disagreements", headers, rows)
+
+
 def not_applicable(content: ReportContent, several: bool) -> Table:
     frame = content.conformance.not_applicable
     headers = [*(["result set"] if several else []), "rule", "level", "status", "title", "reason"]

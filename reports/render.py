@@ -76,6 +76,7 @@ def document(content: ReportContent) -> dict[str, Any]:
         "areas": conformance_view.areas(content, several) if has_results else None,
         "areas_chart": charts.conformance_bars(conformance.summary) if has_results else "",
         "failures": conformance_view.failures(content, several),
+        "disagreements": conformance_view.disagreements(content, several),
         "not_applicable": conformance_view.not_applicable(content, several),
         "clients": conformance_view.clients(content) if has_results else [],
         "client_grids": client_release_grids(conformance.results) if has_results else [],

@@ -370,6 +370,24 @@ def test_certify_and_the_report_agree_on_a_must_skip(tmp_path, monkeypatch, caps
     assert "server 2.15.1: conforms in the 1 rule that ran, 1/2 server rules pass (1 not run)" in printed + summary
 
 
+def test_documents_that_disagree_fail_no_rule_and_are_shown_with_both(tmp_path, monkeypatch, capsys):
+    """A MUST check whose documents disagree is no failure: certify exits 0 and lists it with both documents' words;
+    the verdict counts it apart, and the report lists it under "Where the documents disagree", not the failures."""
+    words = "the target follows 412/10185 x (the errors table), not 412/10185 y (ADR-44): it answered 412/10185 x"
+    results = [result("stream.a", "pass"), result("apilevel.words", "disagree", message=words)]
+    folder = write_result_set(tmp_path / "certify", results, {**FINISHED, "collected": 2})
+    monkeypatch.setattr(charts, "conformance_bars", lambda summary: "data:image/png;base64,")
+    code, printed = certify_exit(folder, monkeypatch, capsys)
+    summary, index = report_texts(folder, tmp_path / "report")
+    assert code == EXIT_CONFORMS
+    sentence = "server 2.15.1: conforms, 1/2 server rules pass (1 rule whose documents disagree)"
+    assert sentence in printed and sentence in summary and sentence in index
+    assert f"DISAGREE MUST   server apilevel.words: {words}" in printed
+    listed = summary.split("### Where the documents disagree")[1]
+    assert words in listed and "_no check failed_" in summary
+    assert "Where the documents disagree (1)" in index and html.escape(words) in index
+
+
 @pytest.mark.parametrize(("a", "b"), list(itertools.combinations(STATUS_ORDER, 2)))
 def test_the_matrix_and_the_report_show_the_same_cell(a, b, tmp_path):
     """A rule with two checks of different statuses gets the same cell in `jetcheck matrix` and the report."""

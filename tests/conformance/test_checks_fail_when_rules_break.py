@@ -118,7 +118,12 @@ PROOFS = [
     proof("pause-on-resume", "pause", {"pause.resume-empty"}),
     proof("drop-heartbeats", "pause", {"pause.heartbeats-continue"}),
     # API levels and asset metadata (ADR-44): the level not advertised, the server's metadata lost, the header lost
-    proof("info-drop-api-level", "apilevel", {"apilevel.info", "apilevel.asset-metadata", "apilevel.required-header"}),
+    # with the level hidden (0), a request "above" it asks for level 1, which the server serves
+    proof(
+        "info-drop-api-level",
+        "apilevel",
+        {"apilevel.info", "apilevel.asset-metadata", "apilevel.required-header", "apilevel.required-header-words"},
+    ),
     proof("strip-asset-metadata", "apilevel", {"apilevel.asset-metadata", "apilevel.required-level"}),
     proof("strip-required-level", "apilevel", {"apilevel.required-header", "apilevel.required-header-words"}),
     # republish (ADR-28), metadata (ADR-33) and compression (ADR-35) asked at create and lost on the way

@@ -7,12 +7,15 @@ import ast
 
 import pytest
 
+from jetcheck.conformance.check_results import DISAGREE_PREFIX
 from jetcheck.conformance.documented_errors import (
     ERRORS_TABLE,
     TABLE,
     DocumentedRefusal,
     Refusal,
+    assert_refused_as_a_document_says,
     assert_refused_as_documented,
+    refusal_in,
 )
 from tests.source_tree import ROOT
 
@@ -148,3 +151,45 @@ def test_the_table_is_the_errors_pages():
     assert TABLE[10059] == (404, "stream not found")
     assert TABLE[10052] == (500, "{err}")
     assert TABLE[10077] == (503, "{err}")
+
+
+ADR_WORDS = DocumentedRefusal(412, 10185, "api level not supported", words_from="ADR-44")
+TABLE_WORDS = DocumentedRefusal(412, 10185)
+
+
+@pytest.mark.parametrize(
+    ("got", "followed", "departed"),
+    [
+        (Refusal(412, 10185, "JetStream minimum api level required"), TABLE_WORDS, ADR_WORDS),
+        (Refusal(412, 10185, "api level not supported"), ADR_WORDS, TABLE_WORDS),
+    ],
+    ids=["follows-the-table", "follows-the-adr"],
+)
+def test_a_refusal_as_one_of_two_disagreeing_documents_says_ends_as_disagree_naming_both(got, followed, departed):
+    """Whichever document the target follows, the check ends as `disagree`, with both documents and their words."""
+    with pytest.raises(pytest.skip.Exception) as ended:
+        assert_refused_as_a_document_says(got, (ADR_WORDS, TABLE_WORDS), "a request requiring level 9")
+    message = ended.value.msg
+    assert message.startswith(DISAGREE_PREFIX)
+    assert f"the target follows {followed}, not {departed}" in message
+    assert "ADR-44" in message and ERRORS_TABLE in message and str(got) in message
+
+
+@pytest.mark.parametrize(
+    "got",
+    [Refusal(412, 10185, "other words"), Refusal(400, 10185, "api level not supported"), Refusal(0, 0, "")],
+    ids=["other-words", "other-status", "no-refusal"],
+)
+def test_a_refusal_neither_document_gives_fails(got):
+    with pytest.raises(AssertionError, match="or as another document says"):
+        assert_refused_as_a_document_says(got, (ADR_WORDS, TABLE_WORDS), "a request requiring level 9")
+
+
+def test_documents_that_give_one_refusal_do_not_disagree():
+    with pytest.raises(ValueError, match="do not disagree"):
+        assert_refused_as_a_document_says(Refusal(404, 10059, "x"), (DocumentedRefusal(404, 10059),) * 2, "a get")
+
+
+def test_a_reply_carries_its_refusal_or_none():
+    assert refusal_in({"error": {"code": 400, "err_code": 10171, "description": "d"}}) == Refusal(400, 10171, "d")
+    assert refusal_in({"seq": 3}) is None

@@ -24,7 +24,7 @@ def check_module(*checks: tuple[str, str, str], imports: str = "") -> str:
 
 CHECKS = """
 import pytest
-from jetcheck.conformance.plugin import na
+from jetcheck.conformance.plugin import documents_disagree, na
 
 @pytest.mark.asyncio
 @pytest.mark.rule("purge.keep")
@@ -49,6 +49,10 @@ def test_needs_managed():
 @pytest.mark.rule("purge.unknown-stream")
 def test_says_na():
     na("the target has no such feature")
+
+@pytest.mark.rule("purge.filter-keep")
+def test_finds_the_documents_disagreeing():
+    documents_disagree("ADR-x ('one')", "the errors table ('two')", "it answered 'one'")
 
 @pytest.mark.rule("purge.keep-at-least-count")
 def test_records_observations(observe, server_info):
@@ -76,7 +80,8 @@ def checks(pytester):
 
 
 def test_statuses_follow_the_outcome_of_each_check(checks, embedded_server):
-    """pass, fail (assertion), error (connection), na (needs, na()) land in results.jsonl with the catalog's data."""
+    """pass, fail (assertion), error (connection), na (needs, na()), disagree (documents_disagree()) land in
+    results.jsonl with the catalog's data."""
     out = checks.path / "out"
     result = checks.runpytest_subprocess(
         "--jetcheck-server", embedded_server.url, "--jetcheck-out", str(out), "--jetcheck-password", "hunter2"
@@ -88,6 +93,7 @@ def test_statuses_follow_the_outcome_of_each_check(checks, embedded_server):
         "test_errors": "error",
         "test_needs_managed": "na",
         "test_says_na": "na",
+        "test_finds_the_documents_disagreeing": "disagree",
         "test_records_observations": "pass",
     }
     results = _results(out)
@@ -95,6 +101,9 @@ def test_statuses_follow_the_outcome_of_each_check(checks, embedded_server):
     assert "connection lost" in results["test_errors"]["message"]
     assert "needs a managed server" in results["test_needs_managed"]["message"]
     assert results["test_says_na"]["message"] == "the target has no such feature"
+    assert results["test_finds_the_documents_disagreeing"]["message"] == (
+        "the target follows ADR-x ('one'), not the errors table ('two'): it answered 'one'"
+    )
     assert results["test_passes"]["title"].startswith("A purge with keep N leaves the newest N")
     assert results["test_passes"]["level"] == "MUST"
     assert results["test_passes"]["server_version"]
@@ -104,8 +113,8 @@ def test_statuses_follow_the_outcome_of_each_check(checks, embedded_server):
     run = json.loads((out / "run.json").read_text())
     assert run["options"]["password"] == "***"
     assert "hunter2" not in (out / "run.json").read_text() + (out / "results.jsonl").read_text()
-    assert run["counts"] == {"pass": 2, "fail": 1, "error": 1, "na": 2}
-    result.assert_outcomes(passed=2, failed=2, skipped=2)
+    assert run["counts"] == {"pass": 2, "fail": 1, "error": 1, "na": 2, "disagree": 1}
+    result.assert_outcomes(passed=2, failed=2, skipped=3)
 
 
 def test_rules_newer_than_the_servers_release_are_na_outside_its_profile(checks, embedded_server, monkeypatch):
