@@ -9,6 +9,7 @@ import pytest
 from jetcheck.conformance.checks.answers import refused
 from jetcheck.conformance.documented_errors import DocumentedRefusal, assert_refused_as_documented
 from jetcheck.conformance.jsapi import NS, api, eventually, get_message, publish_raw, stream_state, subject_messages
+from jetcheck.versions import parse_version
 
 pytestmark = pytest.mark.asyncio
 
@@ -19,10 +20,17 @@ SECOND_S = 1.0  # ADR-43's minimum TTL, and the slack an expiry gets past its de
 EXPIRY_TTL_S = 2  # long enough that a message removed at half of it is seen as early
 POLL_S = 0.05
 ADR43_ERRORS = "ADR-43 Error Codes"
+ADR43_WORDS_SINCE = parse_version("2.11.2")  # the release that gave the 10052 refusals ADR-43's words
 
 
 async def _ttl_stream(make_stream, **config):
     return await make_stream(allow_msg_ttl=True, **config)
+
+
+def _adr43_words(words: str, release: str) -> str | None:
+    """ADR-43's words for a 10052 refusal where `release` has them (from 2.11.2: nats-server#6741, #6776); None
+    before, where the refusal had other words and the table fixes none for 10052 (the check records them)."""
+    return words if parse_version(release) >= ADR43_WORDS_SINCE else None
 
 
 async def _removed_after(nc, stream: str, seq: int, sent_at: float, within: float) -> float | None:
@@ -105,27 +113,27 @@ async def test_a_message_with_ttl_never_outlives_max_age(js, nc, make_stream):
 
 
 @pytest.mark.rule("ttl.cannot-disable")
-async def test_allow_msg_ttl_cannot_be_turned_off(nc, make_stream):
-    """An update turning allow_msg_ttl off is refused with 500/10052."""
+async def test_allow_msg_ttl_cannot_be_turned_off(nc, make_stream, expected_release, observe):
+    """An update turning allow_msg_ttl off is refused with 500/10052 (in ADR-43's words from 2.11.2)."""
     stream = await _ttl_stream(make_stream)
     body = {**stream.config, "allow_msg_ttl": False}
     rejection = await refused(nc, f"$JS.API.STREAM.UPDATE.{stream.name}", body, "turning allow_msg_ttl off")
-    documented = DocumentedRefusal(500, 10052, "message TTL status can not be disabled", words_from=ADR43_ERRORS)
-    assert_refused_as_documented(rejection, documented, "turning allow_msg_ttl off")
+    words = _adr43_words("message TTL status can not be disabled", expected_release)
+    documented = DocumentedRefusal(500, 10052, words, words_from=ADR43_ERRORS if words else None)
+    assert_refused_as_documented(rejection, documented, "turning allow_msg_ttl off", observe)
     assert (await api(nc, f"$JS.API.STREAM.INFO.{stream.name}"))["config"].get("allow_msg_ttl") is True
 
 
 @pytest.mark.rule("ttl.marker-ttl-minimum")
-async def test_a_marker_ttl_below_one_second_is_refused(nc, names):
-    """A stream with subject_delete_marker_ttl 500 ms is refused with 500/10052."""
+async def test_a_marker_ttl_below_one_second_is_refused(nc, names, expected_release, observe):
+    """A stream with subject_delete_marker_ttl 500 ms is refused with 500/10052 (in ADR-43's words from 2.11.2)."""
     name = names.stream()
     body = {"name": name, "subjects": [f"{names.subject()}.>"], "allow_msg_ttl": True,
             "subject_delete_marker_ttl": NS // 2}  # fmt: skip
     rejection = await refused(nc, f"$JS.API.STREAM.CREATE.{name}", body, "a subject_delete_marker_ttl of 500 ms")
-    documented = DocumentedRefusal(
-        500, 10052, "subject delete marker TTL must be at least 1 second", words_from=ADR43_ERRORS
-    )
-    assert_refused_as_documented(rejection, documented, "a subject_delete_marker_ttl of 500 ms")
+    words = _adr43_words("subject delete marker TTL must be at least 1 second", expected_release)
+    documented = DocumentedRefusal(500, 10052, words, words_from=ADR43_ERRORS if words else None)
+    assert_refused_as_documented(rejection, documented, "a subject_delete_marker_ttl of 500 ms", observe)
 
 
 @pytest.mark.rule("ttl.marker-sets-rollup")
