@@ -143,7 +143,10 @@ PROOFS = [
             # without Nats-Incr no increment is stored, so there is nothing to source
             "counters.sourced-aggregate",
             "counters.sourced-verbatim",
+            # an increment that is no integer arrives as none: refused as missing (10169), not as invalid
+            "counters.invalid-refused",
         },
+        reasons={"counters.invalid-refused": "refused with 400/10169"},
     ),
     proof("incr-made-valid", "counters", {"counters.invalid-refused"}),
     proof(
@@ -299,7 +302,15 @@ PROOFS = [
     proof(
         "create-drop-schedules",
         "schedules",
-        {"schedules.at-past", "schedules.at-future", "schedules.config", "schedules.every"},
+        # an invalid schedule on a stream without schedules is refused as disabled (10188), not as invalid
+        {
+            "schedules.at-past",
+            "schedules.at-future",
+            "schedules.config",
+            "schedules.every",
+            "schedules.invalid-rejected",
+        },
+        reasons={"schedules.invalid-rejected": "refused with 400/10188"},
     ),
     # atomic batch publish (ADR-50): the batch headers lost (every message a plain publish), the option lost
     proof(
