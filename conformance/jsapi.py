@@ -195,6 +195,35 @@ async def consumer_info(nc: Client, stream: str, consumer: str) -> dict[str, Any
     return await api(nc, f"$JS.API.CONSUMER.INFO.{stream}.{consumer}")
 
 
+# how long a cluster may take to apply a consumer change that its meta leader answered before applying it
+APPLIED_TIMEOUT_S = 2.0
+
+
+async def consumer_info_showing(
+    nc: Client,
+    stream: str,
+    consumer: str,
+    shows: Callable[[dict[str, Any]], bool],
+    timeout: float = APPLIED_TIMEOUT_S,
+) -> dict[str, Any]:
+    """Consumer info once `shows(info)` holds; the last info read if it did not within `timeout` (while the server
+    still answers: held_within), for the caller to judge.
+
+    In a cluster the meta leader answers CONSUMER.PAUSE as soon as it has proposed the change (nats-server
+    server/jetstream_api.go jsConsumerPauseRequest); the consumer's leader, which answers consumer info and delivers,
+    applies it once the meta group has: until then its info and its deliveries are as before the change. On a single
+    server the change is applied before the answer, and the first read shows it."""
+    last: dict[str, Any] = {}
+
+    async def shown() -> bool:
+        nonlocal last
+        last = await consumer_info(nc, stream, consumer)
+        return shows(last)
+
+    await held_within(shown, timeout, nc)
+    return last
+
+
 # under the 5 s a server gives an ephemeral consumer created without a threshold: a threshold dropped on the way shows
 THRESHOLD_SLACK_S = 2.0
 

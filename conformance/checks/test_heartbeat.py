@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from jetcheck.conformance.jsapi import NS, api
+from jetcheck.conformance.jsapi import NS, create_consumer
 from jetcheck.conformance.silence import answering
 
 pytestmark = pytest.mark.asyncio
@@ -31,8 +31,9 @@ def is_heartbeat(msg) -> bool:
 
 
 async def pull_consumer(nc, stream: str, name: str) -> None:
-    await api(nc, f"$JS.API.CONSUMER.CREATE.{stream}.{name}", {"stream_name": stream, "config": {
-        "durable_name": name, "ack_policy": "none"}})  # fmt: skip
+    # create_consumer returns once pull requests reach the consumer: in a cluster one sent right after the create
+    # reply can reach a node that has no interest in it yet and be answered 503 (no responders)
+    await create_consumer(nc, stream, durable_name=name, ack_policy="none")
 
 
 async def statuses_until_done(nc, sub, timeout: float) -> list[tuple[float, object]]:
@@ -96,9 +97,8 @@ async def test_an_idle_pull_request_gets_heartbeats_at_its_interval(nc, js, make
 
 
 async def push_consumer(nc, stream: str, name: str, deliver: str) -> None:
-    config = {"durable_name": name, "deliver_subject": deliver, "ack_policy": "none",
-              "idle_heartbeat": int(HEARTBEAT_S * NS)}  # fmt: skip
-    await api(nc, f"$JS.API.CONSUMER.CREATE.{stream}.{name}", {"stream_name": stream, "config": config})
+    await create_consumer(nc, stream, durable_name=name, deliver_subject=deliver, ack_policy="none",
+                          idle_heartbeat=int(HEARTBEAT_S * NS))  # fmt: skip
 
 
 @pytest.mark.rule("heartbeat.push-idle")

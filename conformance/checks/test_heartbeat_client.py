@@ -20,7 +20,7 @@ from jetcheck.conformance.clients.base import (
     Unsupported,
     connected,
 )
-from jetcheck.conformance.jsapi import api
+from jetcheck.conformance.jsapi import create_consumer
 from jetcheck.conformance.silence import answering, deliveries
 
 pytestmark = pytest.mark.asyncio
@@ -56,8 +56,7 @@ async def consumption(client, s, nc, stream, names, observe):
     try:
         if kind == "pull":
             consumer = names.consumer()
-            await api(nc, f"$JS.API.CONSUMER.CREATE.{stream.name}.{consumer}", {"stream_name": stream.name,
-                      "config": {"durable_name": consumer, "ack_policy": "explicit"}})  # fmt: skip
+            await create_consumer(nc, stream.name, durable_name=consumer, ack_policy="explicit")
             sub = await s.consume(stream.name, consumer, ConsumeOptions(idle_heartbeat=hb))
         else:
             sub = await s.push(stream.name, stream.subject(">"), PushOptions(idle_heartbeat=hb))
@@ -75,8 +74,7 @@ async def fetch_with_heartbeats_dropped(client, target, proxied, nc, stream, nam
     hb = heartbeat(client)
     expires = max(1.0, 4 * hb)
     consumer = names.consumer()
-    await api(nc, f"$JS.API.CONSUMER.CREATE.{stream.name}.{consumer}", {"stream_name": stream.name, "config": {
-        "durable_name": consumer, "ack_policy": "none"}})  # fmt: skip
+    await create_consumer(nc, stream.name, durable_name=consumer, ack_policy="none")
     async with connected(client, proxied.url, target.credentials) as s:
         try:
             outcome = await s.fetch(stream.name, consumer, batch=1, expires=expires, idle_heartbeat=hb)

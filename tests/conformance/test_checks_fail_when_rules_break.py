@@ -108,13 +108,25 @@ PROOFS = [
         {"ttl.marker-ttl-minimum", "ttl.marker-sets-rollup", "ttl.max-age-marker", "ttl.clamped-to-marker-ttl"},
     ),
     proof("stream-hide-errors", "ttl", {"ttl.cannot-disable", "ttl.marker-ttl-minimum"}),
-    # consumer pause (2.11): never paused, paused for good, a resume that pauses, heartbeats lost
+    # consumer pause (2.11): never paused, paused for good, a resume that pauses, heartbeats lost. The heartbeats and
+    # resume checks judge only a pause the server took as asked: one never paused, or paused for longer, fails them.
     proof(
         "pause-ignored",
         "pause",
-        {"pause.until", "pause.no-deliveries", "pause.create-config", "pause.client-pause-resume"},
+        {
+            "pause.until",
+            "pause.no-deliveries",
+            "pause.create-config",
+            "pause.client-pause-resume",
+            "pause.heartbeats-continue",
+            "pause.resume-empty",
+        },
     ),
-    proof("pause-forever", "pause", {"pause.until", "pause.no-deliveries", "pause.client-pause-resume"}),
+    proof(
+        "pause-forever",
+        "pause",
+        {"pause.until", "pause.no-deliveries", "pause.client-pause-resume", "pause.heartbeats-continue"},
+    ),
     proof("pause-on-resume", "pause", {"pause.resume-empty"}),
     proof("drop-heartbeats", "pause", {"pause.heartbeats-continue"}),
     # API levels and asset metadata (ADR-44): the level not advertised, the server's metadata lost, the header lost
