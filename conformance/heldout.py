@@ -7,6 +7,7 @@ through `jetcheck matrix` and judges the two result sets here, check by check.""
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,11 +70,13 @@ class CheckDifference:
     buggy: str
     fixed: str
     in_area: bool  # the check's rule is in one of the bug's areas
+    explained_by: str = ""  # another known bug fixed between the same releases that this check proves
 
     @property
     def fails_the_bug(self) -> bool:
-        """Failed (or errored) on the buggy release and passed on the fixed one, in the bug's area: a catch."""
-        return self.in_area and self.buggy in ("fail", "error") and self.fixed == "pass"
+        """Failed (or errored) on the buggy release and passed on the fixed one, in the bug's area, and not a known
+        other bug's proof: a catch."""
+        return self.in_area and not self.explained_by and self.buggy in ("fail", "error") and self.fixed == "pass"
 
 
 @dataclass(frozen=True)
@@ -87,21 +90,35 @@ class PairVerdict:
     behaviour: tuple[str, ...]
 
     @property
+    def unexplained(self) -> tuple[CheckDifference, ...]:
+        """The differences no other known bug of the same two releases accounts for."""
+        return tuple(d for d in self.differences if not d.explained_by)
+
+    @property
     def told_apart(self) -> bool:
-        return bool(self.differences)
+        return bool(self.unexplained)
 
     @property
     def told_apart_in_area(self) -> bool:
-        return any(d.in_area for d in self.differences)
+        return any(d.in_area for d in self.unexplained)
 
     @property
     def caught(self) -> bool:
         return any(d.fails_the_bug for d in self.differences)
 
 
-def compare(pair: MinedPair, buggy: list[CheckResult], fixed: list[CheckResult]) -> PairVerdict:
+def check_function(check: str) -> str:
+    """The check function of a pytest node id: test_x of conformance/checks/test_purge.py::test_x[file]."""
+    return check.split("::")[-1].split("[")[0]
+
+
+def compare(
+    pair: MinedPair, buggy: list[CheckResult], fixed: list[CheckResult], explained: Mapping[str, str] | None = None
+) -> PairVerdict:
     """The checks whose outcome differs between the buggy and the fixed release's results, check by check (a check
-    is its pytest node id, parameters included)."""
+    is its pytest node id, parameters included). `explained` maps check functions that prove another bug fixed
+    between the same two releases to that bug: their differences are kept but do not tell this pair apart."""
+    explained = explained or {}
     on_buggy = {r.check: r for r in buggy}
     on_fixed = {r.check: r for r in fixed}
     found, not_compared = [], 0
@@ -111,8 +128,17 @@ def compare(pair: MinedPair, buggy: list[CheckResult], fixed: list[CheckResult])
             not_compared += 1
             continue
         if before.status != after.status:
-            found.append(CheckDifference(check, before.id, before.area, before.status, after.status,
-                                         before.area in pair.areas))  # fmt: skip
+            found.append(
+                CheckDifference(
+                    check=check,
+                    rule=before.id,
+                    area=before.area,
+                    buggy=before.status,
+                    fixed=after.status,
+                    in_area=before.area in pair.areas,
+                    explained_by=explained.get(check_function(check), ""),
+                )
+            )
     behaviour = tuple(differences({pair.buggy: buggy, pair.fixed: fixed}))
     return PairVerdict(pair, tuple(found), not_compared, behaviour)
 
@@ -136,20 +162,21 @@ def rate(verdicts: list[PairVerdict]) -> Rate:
 
 def short_check(check: str) -> str:
     """A check's node id without its folder: test_purge.py::test_x[file]."""
-    return check.rsplit("/", 1)[-1]
+    path, _, name = check.partition("::")
+    return f"{path.rsplit('/', 1)[-1]}::{name}"
+
+
+def difference_text(d: CheckDifference, arrow: str = "->") -> str:
+    note = f" (another bug: {d.explained_by})" if d.explained_by else ("" if d.in_area else " (outside its areas)")
+    return f"{short_check(d.check)} {d.buggy}{arrow}{d.fixed}{note}"
 
 
 def verdict_line(verdict: PairVerdict) -> str:
     """One line per pair for the terminal."""
     pair = verdict.pair
-    if not verdict.told_apart:
-        said = "not told apart"
-    else:
-        named = ", ".join(
-            f"{short_check(d.check)} {d.buggy}->{d.fixed}{'' if d.in_area else ' (outside its areas)'}"
-            for d in verdict.differences
-        )
-        said = ("CAUGHT" if verdict.caught else "told apart") + f": {named}"
+    said = ("CAUGHT" if verdict.caught else "told apart") if verdict.told_apart else "not told apart"
+    if verdict.differences:
+        said += ": " + ", ".join(difference_text(d) for d in verdict.differences)
     return f"{pair.id} ({pair.buggy} -> {pair.fixed}, -m '{pair.marker_expression}'): {said}"
 
 
@@ -171,9 +198,7 @@ def markdown_table(verdicts: list[PairVerdict], unrun: list[MinedPair] = ()) -> 
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for v in verdicts:
-        differing = "<br>".join(
-            f"`{short_check(d.check)}` {d.buggy}→{d.fixed}{'' if d.in_area else ' (outside)'}" for d in v.differences
-        )
+        differing = "<br>".join(difference_text(d, "→") for d in v.differences)
         lines.append(
             f"| {v.pair.id} | {v.pair.area} | {v.pair.buggy} → {v.pair.fixed} | {'yes' if v.told_apart else 'no'} | "
             f"{'yes' if v.told_apart_in_area else 'no'} | {'yes' if v.caught else 'no'} | {differing or '-'} | "

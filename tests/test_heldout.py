@@ -62,6 +62,19 @@ def test_a_difference_outside_the_bugs_areas_tells_the_releases_apart_but_does_n
     assert verdict.told_apart and not verdict.told_apart_in_area and not verdict.caught
 
 
+def test_a_difference_another_known_bug_of_the_same_releases_explains_does_not_tell_the_pair_apart():
+    """A check that proves another bug fixed between the same releases is shown, but neither tells apart nor catches."""
+    verdict = compare(
+        PAIR,
+        [result("keep", "fail")],
+        [result("keep", "pass", version="2.14.2")],
+        explained={"test_keep": "nats-server#2, purge.keep"},
+    )
+    assert [d.explained_by for d in verdict.differences] == ["nats-server#2, purge.keep"]
+    assert not (verdict.told_apart or verdict.told_apart_in_area or verdict.caught)
+    assert "another bug: nats-server#2" in markdown_table([verdict])
+
+
 def test_checks_without_an_outcome_on_either_release_are_not_compared():
     """na, skip, or a check run on one release only is counted as not compared, never as a difference."""
     buggy = [result("a", "na"), result("b", "pass"), result("c", "skip")]
