@@ -12,7 +12,7 @@ import base64
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import nats.errors
@@ -52,6 +52,12 @@ def rfc3339_ns(text: str) -> int:
         whole, zone = (whole[:-1], "Z") if whole.endswith("Z") else (whole[:-6], whole[-6:])
     seconds = datetime.fromisoformat(whole + ("+00:00" if zone == "Z" else zone)).timestamp()
     return int(seconds) * NS + int((fraction or "0").ljust(9, "0")[:9])
+
+
+def rfc3339_of_ns(ns: int) -> str:
+    """An RFC 3339 UTC time with all nine digits of its nanoseconds."""
+    whole = datetime.fromtimestamp(ns // NS, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{whole}.{ns % NS:09d}Z"
 
 
 def _header_lines(raw: bytes) -> tuple[tuple[str, str], ...]:
