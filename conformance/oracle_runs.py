@@ -55,7 +55,7 @@ def fewer_steps(drawn: Any) -> Iterator[Any]:
     """Smaller candidates of a drawn value whose last item is a program: the program less one step (last step
     first: later steps depend on fewer others), then a publish less one header or with an empty payload."""
     *rest, program = drawn
-    for i in reversed(range(len(program))):
+    for i in reversed(range(len(program) if len(program) > 1 else 0)):
         yield (*rest, program[:i] + program[i + 1 :])
     for i, op in enumerate(program):
         if isinstance(op, Publish):
