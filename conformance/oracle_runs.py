@@ -13,13 +13,14 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from .hypothesis_profiles import ORACLE_EXAMPLES
-from .jsapi import ApiError, api, create_stream
+from .jsapi import ApiError, api, clustered, create_stream
 from .programs import Operation, Publish, render
 from .reproduction import script
 
 # Hypothesis must finish (and shrink) inside the check's time: a timeout inside an example reads as flakiness.
 PROPERTY_TIMEOUT_S = 600
 FOUND_SHOWN = 12
+REPLICAS_ON_A_CLUSTER = 3
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,10 @@ class Stream:
 
 @asynccontextmanager
 async def fresh_stream(nc, names, config: dict[str, Any], tag: str = "O"):
-    """A prefixed stream on `<root>.>` with `config` for one example, deleted after it."""
+    """A prefixed stream on `<root>.>` with `config` for one example (R3 on a cluster unless `config` says), deleted
+    after it."""
+    if clustered(nc) and "num_replicas" not in config:  # on a cluster, the replicated streams vendors run
+        config = {**config, "num_replicas": REPLICAS_ON_A_CLUSTER}
     stream = Stream(names.stream(tag), names.subject(tag.lower()), config)
     await create_stream(nc, stream.name, [f"{stream.root}.>"], **config)
     try:
@@ -72,7 +76,8 @@ class OracleRun:
 
     A live server makes Hypothesis' shrinking slow (every candidate is a program run on the server), so the fast
     profile does not use it: a failing example loses one step at a time while it still fails (a pass over
-    its steps, again after each step it drops), and the thorough profile shrinks with Hypothesis."""
+    its steps, again after each step it drops), and the thorough profile shrinks with Hypothesis. A run whose profile
+    has no shrink phase (a proof's --no-shrink) reports the first failing example as it is."""
 
     target: Any
     base: settings
@@ -107,7 +112,7 @@ class OracleRun:
                 try:
                     property_holds()
                 except AssertionError:
-                    if thorough or not failing:
+                    if thorough or not failing or Phase.shrink not in self.base.phases:
                         raise
                     runner.run(example(nc, self._shrunk(runner, nc, example, failing[-1], smaller)))
                     raise  # the smaller form no longer fails: the original failure stands

@@ -19,7 +19,7 @@ import nats.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
-from .jsapi import ApiError, api, pull
+from .jsapi import API_TIMEOUT_S, ApiError, api, pull
 from .model import subject_matches
 from .silence import answering
 
@@ -189,7 +189,9 @@ class Reads:
         created = await api(self.nc, f"$JS.API.CONSUMER.CREATE.{self.stream}", body)
         name, pending = created["name"], created["num_pending"]
         try:
-            reply = await pull(self.nc, self.stream, name, {"batch": pending + 1, "no_wait": True}, messages=pending)
+            # no_wait: the request ends with a status once the pending messages are sent; the wait only bounds it
+            request = {"batch": pending + 1, "no_wait": True}
+            reply = await pull(self.nc, self.stream, name, request, wait=API_TIMEOUT_S, messages=pending)
         finally:
             await api(self.nc, f"$JS.API.CONSUMER.DELETE.{self.stream}.{name}")
         return [
