@@ -22,6 +22,7 @@ import sys
 import nats
 
 STREAM, ROOT = {stream!r}, {root!r}
+SUBJECTS = {subjects!r}
 
 
 async def main(url):
@@ -42,6 +43,9 @@ _TAIL = """        state = (await api(f"$JS.API.STREAM.INFO.{STREAM}", {"subject
         print("state:", state)
         for seq in range(state["first_seq"], state["last_seq"] + 1):
             print("MSG.GET", seq, await api(f"$JS.API.STREAM.MSG.GET.{STREAM}", {"seq": seq}))
+        for subject in SUBJECTS:
+            last = await api(f"$JS.API.STREAM.MSG.GET.{STREAM}", {"last_by_subj": f"{ROOT}.{subject}"})
+            print("MSG.GET last_by_subj", subject, last)
     finally:
         await api(f"$JS.API.STREAM.DELETE.{STREAM}")
         await nc.close()
@@ -63,6 +67,7 @@ def _step(op: Operation) -> str:
 def script(title: str, config: dict, program: list[Operation]) -> str:
     """The program as a script on a stream of `config` (beside its name and subjects)."""
     body = {"name": STREAM, "subjects": [f"{ROOT}.>"], **config}
-    head = _HEAD.format(title=title, stream=STREAM, root=ROOT, config=repr(body))
+    subjects = sorted({op.subject for op in program if isinstance(op, Publish)})
+    head = _HEAD.format(title=title, stream=STREAM, root=ROOT, subjects=subjects, config=repr(body))
     steps = "".join(f"        print({i}, {str(op)!r}, {_step(op)})\n" for i, op in enumerate(program, 1))
     return head + steps + _TAIL

@@ -4,16 +4,13 @@ cluster, and a stream updated to a configuration against one created with it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
 import pytest
 from hypothesis import strategies as st
 
 from jetcheck.conformance.jsapi import NS, ApiError, api
 from jetcheck.conformance.oracle_runs import PROPERTY_TIMEOUT_S, failure, fresh_stream
-from jetcheck.conformance.programs import THIS_STREAM, Operation, Setup, header_programs
-from jetcheck.conformance.read_paths import Reads, Record, Summary
-from jetcheck.conformance.replay import Answer, replay
+from jetcheck.conformance.outcomes import Outcome, outcome
+from jetcheck.conformance.programs import Operation, Setup, header_programs
 
 LONG = pytest.mark.timeout(PROPERTY_TIMEOUT_S)
 PROGRAMS = st.tuples(st.just(Setup(allow_rollup=True)), header_programs(Setup(allow_rollup=True)))
@@ -35,50 +32,9 @@ ONE_WAY = st.fixed_dictionaries({"deny_delete": st.booleans(), "deny_purge": st.
 SETTLED_APART = ("name", "subjects")  # the two streams of a comparison differ in these by construction
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """What a program's run shows: each step's answer, then the stream's state and messages (times aside: two
-    streams store at different moments)."""
-
-    answers: tuple[Answer, ...]
-    state: Summary  # bytes aside: what a message costs is each store's own accounting
-    messages: tuple[tuple, ...]
-
-    def differences(self, other: Outcome, program: list[Operation], sides: tuple[str, str]) -> list[str]:
-        found = [
-            f"step {i}, {op}: {sides[0]} answered {a}, {sides[1]} answered {b}"
-            for i, (op, a, b) in enumerate(zip(program, self.answers, other.answers, strict=True), 1)
-            if a != b
-        ]
-        if self.state != other.state:
-            found.append(f"stream state: {sides[0]} {self.state}, {sides[1]} {other.state}")
-        if self.messages != other.messages:
-            found.append(f"messages: {sides[0]} {self.messages}, {sides[1]} {other.messages}")
-        return found
-
-
-def _comparable(record: Record, stream) -> tuple:
-    """A stored message as two streams can share it: its subject after the root, its stream's name in header values
-    as the program wrote it."""
-    headers = tuple((k, v.replace(stream.name, THIS_STREAM)) for k, v in record.headers)
-    return (record.seq, record.subject[len(stream.root) + 1 :], record.payload, headers)
-
-
-async def _outcome(nc, stream, program: list[Operation]) -> Outcome:
-    steps = await replay(nc, stream.name, stream.root, program)
-    state = steps[-1].after
-    walk = await Reads(nc, stream.name, False).walk(state.first_seq, state.last_seq)
-    root_free = tuple((s[len(stream.root) + 1 :], n) for s, n in state.subjects)
-    return Outcome(
-        tuple(step.answer for step in steps),
-        replace(state, subjects=root_free, bytes=0),
-        tuple(_comparable(r, stream) for r in walk),
-    )
-
-
 async def _on(nc, names, config: dict, program: list[Operation]) -> Outcome:
     async with fresh_stream(nc, names, config) as stream:
-        return await _outcome(nc, stream, program)
+        return await outcome(nc, stream.name, stream.root, program)
 
 
 @pytest.mark.rule("oracle.storage-equivalent")
@@ -147,8 +103,8 @@ def test_a_stream_updated_to_a_configuration_behaves_as_one_created_with_it(orac
                     for key in sorted(_settled(settled).keys() | _settled(reported).keys())
                     if settled.get(key) != reported.get(key)
                 ]
-                found += (await _outcome(nc, updated, program)).differences(
-                    await _outcome(nc, created, program), program, ("updated", "created")
+                found += (await outcome(nc, updated.name, updated.root, program)).differences(
+                    await outcome(nc, created.name, created.root, program), program, ("updated", "created")
                 )
         what = f"a stream updated from {before} to C behaves as one created with C"
         assert not found, failure(what, {"storage": "file", **after}, program, found)
