@@ -15,3 +15,6 @@ _COMMON = {
 HYPOTHESIS_PROFILES = {"fast": "jetcheck-fast", "thorough": "jetcheck-thorough"}  # --profile -> Hypothesis profile
 settings.register_profile(HYPOTHESIS_PROFILES["fast"], max_examples=40, derandomize=True, **_COMMON)
 settings.register_profile(HYPOTHESIS_PROFILES["thorough"], max_examples=300, **_COMMON)
+# The oracles' examples per check, by --profile: each example is one short program and its reads, cheap enough for
+# more than the other property checks get, and their power grows with the examples.
+ORACLE_EXAMPLES = {"fast": 100, "thorough": 1000}

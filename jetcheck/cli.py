@@ -77,6 +77,9 @@ COMMANDS = {
         "jetcheck.conformance.matrix", "certify every server version of the matrix and compare them", passthrough=True
     ),
     "bisect": Command("jetcheck.conformance.bisect", "find the client releases between which a rule's status changes"),
+    "diff": Command(
+        "jetcheck.conformance.diff", "run the same generated programs on two servers and list what differs"
+    ),
     "load": Command("jetcheck.load.cli", "run a JetStream load scenario with Locust", laid_out=True),
     "report": Command("jetcheck.reports.cli", "turn certify and load results into index.html, summary.md and tables"),
     "run": Command("jetcheck.run", "certify the embedded server (or --server), run a short load, write the report"),

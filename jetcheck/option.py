@@ -13,9 +13,9 @@ from jetcheck.option_values import as_text
 
 # The commands of `jetcheck` that take options from the table, and the two hosts that run our code with their own
 # parsers: the pytest plugin (--jetcheck-<name>, ini jetcheck_<name>) and the locustfile (--jetcheck-<name>).
-COMMANDS = ("certify", "load", "run", "matrix", "bisect", "report", "durability")
+COMMANDS = ("certify", "load", "run", "matrix", "bisect", "diff", "report", "durability")
 PYTEST, LOCUST = "pytest", "locust"
-TARGET = ("certify", "load", "run", PYTEST)  # the commands that reach a server
+TARGET = ("certify", "load", "run", "diff", PYTEST)  # the commands that reach a server
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from jetcheck.option_values import (
     optional,
     positive_rate,
     rate_or_closed_loop,
+    release_or_url,
     release_range,
     rules_of,
     run_prefix,
@@ -143,7 +144,7 @@ TABLE: tuple[Option, ...] = (
         "directory for results.jsonl and run.json",
         lambda: "jetcheck-results",
         directory,
-        commands=("certify", PYTEST, "load", LOCUST, "matrix", "bisect", "report", "run", "durability"),
+        commands=("certify", PYTEST, "load", LOCUST, "matrix", "bisect", "report", "run", "durability", "diff"),
         # JETCHECK_OUT is the conformance results' folder only: each other command writes something else there
         variants={
             "certify": {"help": "result directory (default: jetcheck-results)"},
@@ -171,6 +172,12 @@ TABLE: tuple[Option, ...] = (
             "report": {
                 "help": "where to write (default: RUN/report, else ./jetcheck-report)",
                 "default": lambda: None,
+                "metavar": "DIR",
+                "variable": None,
+            },
+            "diff": {
+                "help": "folder for diff.md (default: jetcheck-diff)",
+                "default": lambda: "jetcheck-diff",
                 "metavar": "DIR",
                 "variable": None,
             },
@@ -473,7 +480,14 @@ TABLE: tuple[Option, ...] = (
         "printed and recorded)",
         lambda: None,
         integer(0, 2**32 - 1, "seed"),
-        commands=("durability",),
+        commands=("durability", "diff"),
+        variants={
+            "diff": {
+                "help": "the seed the programs are generated from: the same seed, the same programs (default 0)",
+                "default": lambda: "0",
+                "variable": None,
+            }
+        },
     ),
     Option(
         "nodes",
@@ -567,6 +581,35 @@ TABLE: tuple[Option, ...] = (
         metavar="A..B",
         variable=None,
         commands=("bisect",),
+    ),
+    # jetcheck diff
+    Option(
+        "against",
+        "what --server is compared with: a nats-server release that jetcheck starts, or a nats:// URL (no "
+        "credentials; default: the embedded release)",
+        lambda: DEFAULT_VERSION,
+        release_or_url,
+        metavar="RELEASE|URL",
+        variable=None,
+        commands=("diff",),
+    ),
+    _count(
+        "programs",
+        "how many generated programs run on both servers (default 200)",
+        200,
+        1,
+        100_000,
+        "programs",
+        variable=None,
+        commands=("diff",),
+    ),
+    Option(
+        "storage",
+        "the storage of the programs' streams: file or memory (default file)",
+        lambda: "file",
+        choice("file", "memory"),
+        variable=None,
+        commands=("diff",),
     ),
     # jetcheck report and run
     Option(

@@ -35,6 +35,15 @@ def server_release(value: str) -> str:
     return value
 
 
+def release_or_url(value: str) -> str:
+    """A nats-server release (X.Y.Z) or a nats:// (tls://) URL."""
+    if "://" in value:
+        if not re.match(r"(nats|tls)://[^\s/]+$", value):
+            raise ConfigError(f"expected nats://host:port or tls://host:port, not {value!r}")
+        return value
+    return server_release(value)
+
+
 def run_prefix(value: str) -> str:
     # Stream, consumer and bucket names allow these; subjects get the prefix lower-cased.
     if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{1,23}", value):

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from jetcheck.conformance.jsapi import ApiError, create_stream
+from jetcheck.conformance.oracle_runs import OracleRun
 
 
 @dataclass(frozen=True)
@@ -39,3 +40,9 @@ def make_stream(nc, names):
         return StreamUnderTest(name, root, settled)
 
     return make
+
+
+@pytest.fixture
+def oracle(target, hypothesis_settings, jetcheck_config, observe) -> OracleRun:
+    """Runs an oracle's generated examples against the target, in the run's profile (see OracleRun)."""
+    return OracleRun(target, hypothesis_settings, jetcheck_config.profile, observe)

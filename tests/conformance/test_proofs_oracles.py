@@ -1,0 +1,58 @@
+"""Each oracle can fail for its reason: through breakers no example check was written for, the oracles of the
+broken rules fail, and the other oracles still pass (or are na)."""
+
+from __future__ import annotations
+
+import pytest
+
+from jetcheck.fixtures.providers import provider_for
+from jetcheck.fixtures.target import Credentials
+
+from ..conftest import SERVER_VERSION
+from .proofs import assert_breaks_exactly, proof
+
+MODEL = "oracle.model-headers"
+PROOFS = [
+    # a refusal that stored its message; memory streams that never dedup
+    proof(
+        "store-then-refuse,memory-streams-lose-dedup",
+        "oracle",
+        {MODEL, "oracle.refusal-no-effect", "oracle.storage-equivalent"},
+    ),
+    # consumers that mis-select by filter or start sequence, an update that is not a create, a read path that
+    # answers for another sequence
+    proof(
+        "consumer-drop-last-filter,consumer-start-one-later,update-drop-per-subject-limit,direct-get-drop-up-to",
+        "oracle",
+        {
+            "oracle.partitioned-consumers",
+            "oracle.pivoted-reads",
+            "oracle.update-as-create",
+            "oracle.read-paths-agree",
+        },
+    ),
+]
+CLUSTER_PROOFS = [
+    # replicated streams that never dedup: R1 and R3 part ways, and the model sees it on R3 (a cluster's default)
+    proof("replicated-streams-lose-dedup", "oracle", {"oracle.replicas-equivalent", MODEL}),
+]
+
+
+@pytest.fixture(scope="module")
+def cluster_server():
+    """A 3-node cluster on loopback for the rows that need replicated streams."""
+    provider = provider_for("cluster", SERVER_VERSION, Credentials())
+    yield provider.start()
+    provider.stop()
+
+
+@pytest.mark.parametrize("case", PROOFS, ids=lambda p: p.id)
+def test_breaking_a_rule_fails_exactly_its_oracles(embedded_server, tmp_path, case):
+    """Certify through the breakers fails the oracles of the broken rules and passes (or na) every other oracle."""
+    assert_breaks_exactly(embedded_server.url, tmp_path, case)
+
+
+@pytest.mark.parametrize("case", CLUSTER_PROOFS, ids=lambda p: p.id)
+def test_breaking_a_rule_of_replicated_streams_fails_exactly_its_oracles(cluster_server, tmp_path, case):
+    """Through the breaker in front of a cluster node, the oracles of replicated streams fail too."""
+    assert_breaks_exactly(cluster_server.url, tmp_path, case)
