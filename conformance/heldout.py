@@ -17,6 +17,8 @@ from .matrix import differences
 
 # Statuses that say what the server did; na and skip (and a check one release did not run) say nothing about it
 RAN = ("pass", "fail", "error")
+# The areas of the checks that are oracles: properties over generated programs, meant to catch bugs in any area.
+ORACLE_AREAS = ("oracle", "model")
 PAIR_FIELDS = ("id", "area", "areas", "rule", "source", "buggy", "fixed", "fix", "description", "program")
 
 
@@ -39,8 +41,9 @@ class MinedPair:
 
     @property
     def marker_expression(self) -> str:
-        """The pytest -m expression that selects the checks of the bug's areas."""
-        return " or ".join(self.areas)
+        """The pytest -m expression that selects the checks of the bug's areas, and the oracles (which hold in
+        every area)."""
+        return " or ".join((*self.areas, *ORACLE_AREAS))
 
 
 def load_pairs(path: Path) -> list[MinedPair]:
@@ -69,7 +72,7 @@ class CheckDifference:
     area: str
     buggy: str
     fixed: str
-    in_area: bool  # the check's rule is in one of the bug's areas
+    in_area: bool  # the check's rule is in one of the bug's areas, or is an oracle
     explained_by: str = ""  # another known bug fixed between the same releases that this check proves
 
     @property
@@ -88,6 +91,7 @@ class PairVerdict:
     differences: tuple[CheckDifference, ...]
     not_compared: int
     behaviour: tuple[str, ...]
+    diff: str = ""  # what `jetcheck diff` of the two releases found first ("" for nothing, or when it did not run)
 
     @property
     def unexplained(self) -> tuple[CheckDifference, ...]:
@@ -96,7 +100,7 @@ class PairVerdict:
 
     @property
     def told_apart(self) -> bool:
-        return bool(self.unexplained)
+        return bool(self.unexplained) or bool(self.diff)
 
     @property
     def told_apart_in_area(self) -> bool:
@@ -135,7 +139,7 @@ def compare(
                     area=before.area,
                     buggy=before.status,
                     fixed=after.status,
-                    in_area=before.area in pair.areas,
+                    in_area=before.area in pair.areas or before.area in ORACLE_AREAS,
                     explained_by=explained.get(check_function(check), ""),
                 )
             )
@@ -177,6 +181,8 @@ def verdict_line(verdict: PairVerdict) -> str:
     said = ("CAUGHT" if verdict.caught else "told apart") if verdict.told_apart else "not told apart"
     if verdict.differences:
         said += ": " + ", ".join(difference_text(d) for d in verdict.differences)
+    if verdict.diff:
+        said += f"; jetcheck diff: {verdict.diff}"
     return f"{pair.id} ({pair.buggy} -> {pair.fixed}, -m '{pair.marker_expression}'): {said}"
 
 
@@ -194,17 +200,17 @@ def markdown_table(verdicts: list[PairVerdict], unrun: list[MinedPair] = ()) -> 
     """The held-out table: one row per pair, then the rates."""
     lines = [
         "| pair | area | buggy → fixed | told apart | in its areas | caught | checks whose outcome differs | "
-        "not compared | observed differences |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "jetcheck diff | not compared | observed differences |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for v in verdicts:
         differing = "<br>".join(difference_text(d, "→") for d in v.differences)
         lines.append(
             f"| {v.pair.id} | {v.pair.area} | {v.pair.buggy} → {v.pair.fixed} | {'yes' if v.told_apart else 'no'} | "
             f"{'yes' if v.told_apart_in_area else 'no'} | {'yes' if v.caught else 'no'} | {differing or '-'} | "
-            f"{v.not_compared} | {len(v.behaviour)} |"
+            f"{v.diff.replace('|', '/') or '-'} | {v.not_compared} | {len(v.behaviour)} |"
         )
     for pair in unrun:
-        lines.append(f"| {pair.id} | {pair.area} | {pair.buggy} → {pair.fixed} | did not run | | | | | |")
+        lines.append(f"| {pair.id} | {pair.area} | {pair.buggy} → {pair.fixed} | did not run | | | | | | |")
     lines += ["", rate_line(rate(verdicts)) + (f"; {len(unrun)} pair(s) did not run" if unrun else ""), ""]
     return "\n".join(lines)

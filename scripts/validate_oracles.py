@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from jetcheck.conformance.heldout import (
@@ -73,6 +74,16 @@ def certify_pair(pair: MinedPair, folder: Path) -> int:
         return subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, env=dict(os.environ)).returncode
 
 
+def diff_pair(pair: MinedPair, folder: Path) -> str:
+    """`jetcheck diff` of the pair's two releases (200 seeded programs): the first difference it names, or ""."""
+    command = [sys.executable, "-m", "jetcheck.cli", "diff", "--server-version", pair.buggy, "--against", pair.fixed,
+               "--out", str(folder / "diff")]  # fmt: skip
+    proc = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ))
+    (folder / "diff.log").write_text(proc.stdout + proc.stderr, encoding="utf-8")
+    lines = proc.stdout.splitlines()
+    return lines[1].strip() if proc.returncode == 1 and len(lines) > 1 else ""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("ids", nargs="*", help="pair ids (default: every pair)")
@@ -102,6 +113,11 @@ def main() -> int:
             unrun.append(pair)
             continue
         verdict = compare(pair, *(list(read_results(path)) for path in found), known_bugs(pair.buggy, pair.fixed))
+        if not args.reuse:
+            verdict = replace(verdict, diff=diff_pair(pair, folder))
+            (folder / "diff.first").write_text(verdict.diff, encoding="utf-8")
+        elif (folder / "diff.first").exists():
+            verdict = replace(verdict, diff=(folder / "diff.first").read_text(encoding="utf-8"))
         verdicts.append(verdict)
         print(verdict_line(verdict), flush=True)
 
