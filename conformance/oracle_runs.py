@@ -126,4 +126,6 @@ class OracleRun:
                 runner.run(example(nc, candidate))
             except AssertionError:
                 return self._shrunk(runner, nc, example, candidate, smaller)
+            except Exception:  # a candidate that ends otherwise does not show this failure
+                continue
         return drawn

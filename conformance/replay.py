@@ -6,14 +6,26 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+import nats.errors
 from nats.aio.client import Client
 
 from .jsapi import API_TIMEOUT_S, ApiError, api
 from .model import PubAck, PurgeResult, Rejected
 from .programs import Delete, Operation, Publish, Purge
 from .read_paths import Summary, summary
+from .silence import answering
 
-Answer = PubAck | Rejected | PurgeResult | bool
+
+@dataclass(frozen=True)
+class NoReply:
+    """A publish the server never answered, while it still answered a ping: the documents promise a PubAck or an
+    error for every JetStream publish."""
+
+    def __str__(self) -> str:
+        return "no reply"
+
+
+Answer = PubAck | Rejected | PurgeResult | bool | NoReply
 
 
 @dataclass(frozen=True)
@@ -32,9 +44,13 @@ async def answer_of(nc: Client, stream: str, root: str, op: Operation) -> Answer
     """The server's answer to one operation: a PubAck or refusal, a purge's count or refusal, a delete's success
     (True) or refusal."""
     if isinstance(op, Publish):
-        reply = await nc.request(
-            f"{root}.{op.subject}", op.payload, timeout=API_TIMEOUT_S, headers=op.header_map(stream) or None
-        )
+        try:
+            reply = await nc.request(
+                f"{root}.{op.subject}", op.payload, timeout=API_TIMEOUT_S, headers=op.header_map(stream) or None
+            )
+        except nats.errors.TimeoutError:
+            await answering(nc)  # the server itself is there: it left this publish unanswered
+            return NoReply()
         data = json.loads(reply.data)
         if "error" in data:
             return Rejected(data["error"].get("err_code", 0), data["error"].get("description", ""))
@@ -50,11 +66,15 @@ async def answer_of(nc: Client, stream: str, root: str, op: Operation) -> Answer
 
 
 async def replay(nc: Client, stream: str, root: str, program: list[Operation]) -> list[Step]:
-    """Run `program` on `stream` (bound to `<root>.>`), one step at a time, reading the stream's state after each."""
+    """Run `program` on `stream` (bound to `<root>.>`), one step at a time, reading the stream's state after each; a
+    publish left unanswered ends the run there (what follows would say nothing about the program)."""
     steps = []
     before = await summary(nc, stream)
     for op in program:
         answer = await answer_of(nc, stream, root, op)
+        if isinstance(answer, NoReply):  # its stream may not answer an info either
+            steps.append(Step(op, answer, before, before))
+            break
         after = await summary(nc, stream)
         steps.append(Step(op, answer, before, after))
         before = after
