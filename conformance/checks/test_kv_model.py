@@ -71,7 +71,7 @@ def machine_for(runner: asyncio.Runner, nc, names, steps: list[int]):
             self.steps.append(step)
             steps[-1] += 1
             got = runner.run(self._outcome(call))
-            assert got == expected, self._story(f"{step}: ADR-8 gives {expected}, the server gave {got}")
+            assert got == expected, self._story(f"{step}: ADR-8's model gives {expected}, the server gave {got}")
 
         async def _outcome(self, call) -> Outcome | str:
             try:
