@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jetcheck.conformance.header_programs import SUBJECTS, Delete, OriginLedger, Publish, Purge, programs
+from jetcheck.conformance.hypothesis_profiles import shrinking_only_when_thorough
 from jetcheck.conformance.jsapi import (
     ApiError,
     SubjectMessage,
@@ -194,6 +195,9 @@ async def _compare(nc, origin, root, copy, copies, source_filter: str, transform
     got = [_shown(m, copy, False, (SOURCE_HEADER,)) for m in await subject_messages(nc, transformed, ">")]
     if got != want:
         differences.append(_differ(f"the source transformed {transform} (subjects under the copy's root)", want, got))
+    for name, count in ((filtered, len(selected)), (transformed, len(moved))):
+        if (held_count := (await stream_state(nc, name)).messages) != count:
+            differences.append(f"source {name}'s info: messages {held_count}, the origin's selected {count}")
     assert not differences, f"{DOCUMENTED}:\n" + "\n".join(differences)
 
 
@@ -220,17 +224,18 @@ def test_mirrors_and_sources_hold_what_their_origin_stored_whatever_its_headers(
 ):
     """After publishes with JetStream's own headers (and look-alikes), deletes and purges on an origin, its mirror
     holds its messages, and its sources the ones their filter or transform selects, headers and all."""
-    examples = 0
+    examples = max(1, hypothesis_settings.max_examples // EXAMPLES_SHARE)
+    tried = 0
     seen: set[str] = set()
     with asyncio.Runner() as runner:
         nc = runner.run(target.connect())
         try:
 
-            @settings(hypothesis_settings, max_examples=max(1, hypothesis_settings.max_examples // EXAMPLES_SHARE))
+            @settings(shrinking_only_when_thorough(hypothesis_settings), max_examples=examples)
             @given(programs(MAX_OPS), st.sampled_from(FILTERS), st.sampled_from(TRANSFORMS))
             def copies_hold_what_the_origin_stored(program, source_filter, transform):
-                nonlocal examples
-                examples += 1
+                nonlocal tried
+                tried += 1
                 log: list[str] = []
                 try:
                     runner.run(_run_program(nc, names, program, source_filter, transform, log, seen))
@@ -241,5 +246,5 @@ def test_mirrors_and_sources_hold_what_their_origin_stored_whatever_its_headers(
             copies_hold_what_the_origin_stored()
         finally:
             runner.run(nc.close())
-            observe("measured_examples", examples)
+            observe("measured_examples", tried)
             observe("mirror_copies_of_expectation_headers", sorted(seen))
