@@ -344,11 +344,19 @@ async def pull(
         await raw.close()
 
 
+def message_headers(message: dict) -> dict[str, str]:
+    """The headers of a STREAM.MSG.GET reply's message, by name (its base64 `hdrs` block, after NATS/1.0)."""
+    lines = base64.b64decode(message.get("hdrs") or b"").decode().split("\r\n")[1:]
+    return {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in lines if ":" in line)}
+
+
 @dataclass(frozen=True)
 class SubjectMessage:
     seq: int
     payload: bytes
     headers: dict[str, str]
+    subject: str = ""
+    time: str = ""
 
 
 async def subject_messages(nc: Client, stream: str, subject: str) -> list[SubjectMessage]:
@@ -364,6 +372,6 @@ async def subject_messages(nc: Client, stream: str, subject: str) -> list[Subjec
             raise
         message = data["message"]
         seq = message["seq"]
-        lines = base64.b64decode(message.get("hdrs") or b"").decode().split("\r\n")[1:]  # after NATS/1.0
-        headers = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in lines if ":" in line)}
-        found.append(SubjectMessage(seq, base64.b64decode(message.get("data") or b""), headers))
+        headers = message_headers(message)
+        payload = base64.b64decode(message.get("data") or b"")
+        found.append(SubjectMessage(seq, payload, headers, message["subject"], message.get("time", "")))

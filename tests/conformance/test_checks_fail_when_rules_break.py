@@ -224,6 +224,7 @@ PROOFS = [
             "sourcing.durable-source-config",
             "sourcing.mirror-transform",
             "sourcing.transform-refusals",
+            "sourcing.oracle-headers",
         },
     ),
     proof(
@@ -244,6 +245,7 @@ PROOFS = [
             "sourcing.durable-source",
             "sourcing.source-same-stream-twice",
             "sourcing.transform-refusals",
+            "sourcing.oracle-headers",
         },
         # without its sources a stream makes no consumer to remove: the check fails at the one it waits for
         reasons={"sourcing.durable-consumer-removed": "a sourced WorkQueue stream gets a durable JS_SRC_"},
@@ -251,12 +253,14 @@ PROOFS = [
     proof(
         "source-drop-transforms",
         "sourcing",
-        {"sourcing.source-transform", "sourcing.mirror-transform", "sourcing.transform-refusals"},
+        {"sourcing.source-transform", "sourcing.mirror-transform", "sourcing.transform-refusals"}
+        | {"sourcing.oracle-headers"},  # the transformed source holds every message on its own subject
     ),
     proof(
         "source-drop-filters",
         "sourcing",
-        {"sourcing.source-same-stream-twice", "sourcing.transform-refusals", "sourcing.durable-source-config"},
+        {"sourcing.source-same-stream-twice", "sourcing.transform-refusals", "sourcing.durable-source-config"}
+        | {"sourcing.oracle-headers"},  # the filtered source holds every message
         # without their filters the two sources are one source twice, which the server refuses (10140)
         reasons={"sourcing.source-same-stream-twice": "is documented as valid; the server refused it"},
     ),

@@ -15,6 +15,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from unittest import mock
 
 import nats.errors
 import pytest
@@ -23,7 +24,7 @@ from nats.aio.msg import Msg
 
 from jetcheck.conformance import jsapi, watching
 from jetcheck.conformance.check_results import INDETERMINATE
-from jetcheck.conformance.checks import test_heartbeat, test_push, test_reads
+from jetcheck.conformance.checks import kv_read_paths, test_heartbeat, test_push, test_reads
 from jetcheck.conformance.clients.base import Delivery, Inbox, Watch
 from jetcheck.conformance.clients.driver_pipe import DriverConnectionError, DriverTimeout
 from jetcheck.conformance.silence import answering, deliveries
@@ -202,6 +203,25 @@ async def _collect(kind: str):
     pull = jsapi.RawPull(nc, "S", "C")
     pull._sub = nc.sub
     return await pull.collect(1.0, messages=1)
+
+
+@helper("kv_read_paths.consumer_read", "fail")
+async def _consumer_read(kind: str):
+    delivered = Msg(_client=None, subject="$KV.b.k", reply="$JS.ACK.KV_b.c.1.1.1.0.0", data=b"v")  # type: ignore[arg-type]
+    nc = Connection(kind, [delivered])
+    created = {"name": "c", "delivered": {"consumer_seq": 0}, "num_pending": 1}  # the create reply counts one
+
+    async def create_consumer(nc, stream, **config):
+        return created
+
+    async def api(nc, subject, body=None):  # the consumer's delete
+        return {}
+
+    with (
+        mock.patch.object(kv_read_paths, "create_consumer", create_consumer),
+        mock.patch.object(kv_read_paths, "api", api),
+    ):
+        return await kv_read_paths.consumer_read(nc, "b", ">", "last_per_subject")
 
 
 async def outcome_of(run: Callable[[str], Awaitable], kind: str) -> str:
