@@ -158,6 +158,7 @@ def base_argv(command: str, files: dict[str, Path], scratch: Path) -> list[str]:
         "certify": ["certify", "--out", str(scratch / "certify")],
         "matrix": ["matrix", "--versions", "2.15.1", "--out", str(scratch / "matrix")],
         "bisect": ["bisect", "--out", str(scratch / "bisect")],
+        "diff": ["diff", "--out", str(scratch / "diff")],
         "load": ["load", "--scenario", "publish-async", "--out", str(scratch / "load")],
         "report": ["report", "--in", str(files["certify"]), "--out", str(scratch / "report")],
         "run": ["run", "--out", str(scratch / "run")],
@@ -186,12 +187,13 @@ def test_no_option_value_gives_a_traceback(command, files, tmp_path):
 
 def test_every_command_has_its_options_fuzzed():
     """The fuzz reads the options from the parser, so an option added later is fuzzed too."""
-    assert set(COMMANDS) == {"certify", "matrix", "bisect", "load", "report", "run", "durability"}
+    assert set(COMMANDS) == {"certify", "matrix", "bisect", "diff", "load", "report", "run", "durability"}
     assert {"--rate", "--duration", "--payload", "--users", "--processes", "--monitor"} <= set(OPTIONS["load"])
     assert {"--tls-ca", "--creds", "--nkey-seed", "--server-version"} <= set(OPTIONS["certify"])
     assert {"--versions", "--clients", "--out"} <= set(OPTIONS["matrix"])
     assert {"--client", "--rule", "--releases", "--server-version", "--out"} <= set(OPTIONS["bisect"])
     assert {"--seed", "--nodes", "--faults", "--sync-interval", "--server-version"} <= set(OPTIONS["durability"])
+    assert {"--against", "--programs", "--seed", "--storage", "--server", "--tls-ca"} <= set(OPTIONS["diff"])
 
 
 JSON_DAMAGE = st.tuples(
