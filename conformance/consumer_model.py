@@ -247,6 +247,10 @@ class ConsumerModel:
         """Delivered messages awaiting acknowledgement that were not nak'ed since their latest delivery."""
         return [seq for seq, d in self.tracked.items() if d.state == PENDING]
 
+    def exhausted(self) -> list[int]:
+        """Messages nak'ed at their max_deliver-th delivery: never redelivered, pending or not."""
+        return [seq for seq, d in self.tracked.items() if d.state == EXHAUSTED]
+
     def acked(self) -> list[int]:
         return [seq for seq, d in self.tracked.items() if d.state == ACKED]
 
@@ -295,7 +299,7 @@ class ConsumerModel:
         # by_start_sequence may start beyond the last message: its position is then one below its start
         position_high = new[0] - 1 if new else max(self.stream.last_seq, self._next - 1)
         delivered_stream = between(highest, position_high) | ({self.latest} if self.latest else frozenset())
-        exhausted = [seq for seq, d in self.tracked.items() if d.state == EXHAUSTED]
+        exhausted = self.exhausted()
         pending = self.pending()
         redelivered = sum(1 for seq in pending if self.tracked[seq].deliveries > 1)
         if exhausted:

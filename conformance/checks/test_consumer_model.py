@@ -63,13 +63,31 @@ def machine_for(runner: asyncio.Runner, nc, names):
             self.name = self.root = self.consumer = ""
             self.replies: dict[int, str] = {}  # stream sequence -> ack subject of its latest delivery
             self.pulled = False
+            self.last_at_create = 0
             self.empty_pulls = 0
             self.published = False  # the last step published: num_pending may still lag it
             self.steps: list[str] = []
 
         def _story(self, what: str) -> str:
             steps = "\n".join(f"  {i}. {s}" for i, s in enumerate(self.steps, 1))
-            return f"consumer {self.model.config}\nsteps:\n{steps}\n{what}"
+            known = "".join(f"\n{note}" for note in self._known_deviations())
+            return f"consumer {self.model.config}\nsteps:\n{steps}\n{what}{known}"
+
+        def _known_deviations(self) -> list[str]:
+            """The releases that deviate in what this program does, where a fix is known (reproduced by hand:
+            docs/servers/nats-server.md)."""
+            config, notes = self.model.config, []
+            if config.deliver_policy == "by_start_sequence" and (config.opt_start_seq or 0) > self.last_at_create + 1:
+                notes.append(
+                    "known: nats-server before 2.11.0 starts a by_start_sequence consumer whose opt_start_seq lies "
+                    "beyond the stream's last message + 1 at that message + 1, below its start (nats-server#6253)"
+                )
+            if config.max_deliver == 1 and self.model.exhausted():
+                notes.append(
+                    "known: nats-server before 2.11.4 counts a message nak'ed at its only delivery (max_deliver 1) "
+                    "as redelivered once a pull passed it (nats-server#6877)"
+                )
+            return notes
 
         @initialize(data=st.data())
         def create(self, data) -> None:
@@ -88,6 +106,7 @@ def machine_for(runner: asyncio.Runner, nc, names):
                 self._publish(subject)
             config = ConsumerConfig(policy, ack_policy, filters, max_deliver, start)
             self.model = ConsumerModel(self.stream, config)
+            self.last_at_create = self.stream.last_seq
             runner.run(create_consumer(nc, self.name, durable_name=self.consumer, **config.config(self.root)))
             self.steps.append(f"create consumer {config}")
 

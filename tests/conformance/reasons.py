@@ -152,6 +152,7 @@ REASONS: dict[str, str | tuple[str, ...]] = {
     "limits.workqueue-stream": "discard old state: StreamState",
     "metadata.round-trip": "metadata given at create comes back as given",
     "metadata.size-limit": "is documented as refused; the server accepted it",
+    "model.consumer-acks-pending": "the rules give",
     "model.limits-discard-deletes": "the rules give",
     "model.publish-purge": "the rules give",
     "objectstore.add-link-rules": "ADR-20: get of a link returns the linked object's bytes",
