@@ -153,6 +153,7 @@ REASONS: dict[str, str | tuple[str, ...]] = {
     "limits.workqueue-stream": "discard old state: StreamState",
     "metadata.round-trip": "metadata given at create comes back as given",
     "metadata.size-limit": "is documented as refused; the server accepted it",
+    "model.consumer-acks-pending": "the rules give",
     "model.limits-discard-deletes": "the rules give",
     "oracle.model-headers": "the rules give",
     "oracle.refusal-no-effect": "yet the stream went from",
