@@ -11,6 +11,7 @@ from typing import Any
 
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
+from hypothesis.stateful import run_state_machine_as_test
 
 from .hypothesis_profiles import ORACLE_EXAMPLES
 from .jsapi import ApiError, api, clustered, create_stream
@@ -53,6 +54,17 @@ def failure(what: str, config: dict[str, Any], program: list[Operation], found: 
         f"{what}\nstream config {config}\nprogram:\n{render(program)}\nfound:\n{lines}\n"
         f"reproduce by hand (nats-py):\n{script(what, config, program)}"
     )
+
+
+def run_machine(target, build: Callable[[asyncio.Runner, Any], type], machine_settings: settings) -> None:
+    """Run the state machine `build(runner, nc)` makes, on one connection to `target` and one event loop (a
+    RuleBasedStateMachine's rules are synchronous: each runs its requests on `runner`)."""
+    with asyncio.Runner() as runner:
+        nc = runner.run(target.connect())
+        try:
+            run_state_machine_as_test(build(runner, nc), settings=machine_settings)
+        finally:
+            runner.run(nc.close())
 
 
 def fewer_steps(drawn: Any) -> Iterator[Any]:

@@ -13,7 +13,6 @@ from hypothesis.stateful import (
     invariant,
     precondition,
     rule,
-    run_state_machine_as_test,
 )
 
 from jetcheck.conformance.consumer_model import (
@@ -34,6 +33,7 @@ from jetcheck.conformance.jsapi import (
     eventually,
 )
 from jetcheck.conformance.model import StreamModel
+from jetcheck.conformance.oracle_runs import run_machine
 from jetcheck.conformance.programs import SUBJECTS
 
 from .test_limits_model import PROPERTY_TIMEOUT_S
@@ -226,10 +226,5 @@ def machine_for(runner: asyncio.Runner, nc, names):
 @pytest.mark.timeout(PROPERTY_TIMEOUT_S)
 def test_pull_consumers_follow_the_model_after_every_step(target, names, hypothesis_settings):
     """Pulls, acks, naks, terms and in-progress acks give the deliveries and consumer info the model predicts."""
-    with asyncio.Runner() as runner:
-        nc = runner.run(target.connect())
-        try:
-            machine = machine_for(runner, nc, names)
-            run_state_machine_as_test(machine, settings=settings(hypothesis_settings, stateful_step_count=STEPS))
-        finally:
-            runner.run(nc.close())
+    machine_settings = settings(hypothesis_settings, stateful_step_count=STEPS)
+    run_machine(target, lambda runner, nc: machine_for(runner, nc, names), machine_settings)

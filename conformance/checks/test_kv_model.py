@@ -9,7 +9,7 @@ import re
 import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from nats.js.errors import APIError, KeyNotFoundError, KeyWrongLastSequenceError
 
 from jetcheck.conformance.checks.kv_read_paths import (
@@ -19,6 +19,7 @@ from jetcheck.conformance.checks.kv_read_paths import (
     subject_counts,
 )
 from jetcheck.conformance.kv_model import PUT, BucketModel, Entry, Outcome, Written, WrongLastSequence
+from jetcheck.conformance.oracle_runs import run_machine
 
 from .test_limits_model import PROPERTY_TIMEOUT_S
 
@@ -172,14 +173,9 @@ def test_every_read_path_of_a_bucket_follows_the_adr8_model_after_every_step(
     stream info all telling the story of ADR-8's model, after every step."""
     examples = max(1, hypothesis_settings.max_examples // EXAMPLES_SHARE)
     steps: list[int] = []
-    with asyncio.Runner() as runner:
-        nc = runner.run(target.connect())
-        try:
-            machine = machine_for(runner, nc, names, steps)
-            run_state_machine_as_test(
-                machine, settings=settings(hypothesis_settings, max_examples=examples, stateful_step_count=STEPS)
-            )
-        finally:
-            runner.run(nc.close())
-            observe("measured_examples", len(steps))
-            observe("measured_steps", sum(steps))
+    machine_settings = settings(hypothesis_settings, max_examples=examples, stateful_step_count=STEPS)
+    try:
+        run_machine(target, lambda runner, nc: machine_for(runner, nc, names, steps), machine_settings)
+    finally:
+        observe("measured_examples", len(steps))
+        observe("measured_steps", sum(steps))

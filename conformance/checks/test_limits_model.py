@@ -14,12 +14,12 @@ from hypothesis.stateful import (
     invariant,
     precondition,
     rule,
-    run_state_machine_as_test,
 )
 from nats.js.errors import APIError
 
 from jetcheck.conformance.jsapi import ApiError, api, create_stream, purge, stored_messages, stream_state
 from jetcheck.conformance.model import Limits, PubAck, PurgeResult, Rejected, StreamModel, StreamState
+from jetcheck.conformance.oracle_runs import run_machine
 from jetcheck.conformance.programs import FILTERS, MAX_KEEP, MSG_IDS, SUBJECTS
 
 # Steps per generated program: enough for limits to bite (max_msgs up to 6), few enough to keep a run short.
@@ -143,10 +143,5 @@ def machine_for(runner: asyncio.Runner, nc, names, observe):
 @pytest.mark.timeout(PROPERTY_TIMEOUT_S)
 def test_streams_with_limits_follow_the_model_after_every_step(target, names, hypothesis_settings, observe):
     """Publishes, purges and deletes under limits and discard policies match the model after every step."""
-    with asyncio.Runner() as runner:
-        nc = runner.run(target.connect())
-        try:
-            machine = machine_for(runner, nc, names, observe)
-            run_state_machine_as_test(machine, settings=settings(hypothesis_settings, stateful_step_count=STEPS))
-        finally:
-            runner.run(nc.close())
+    machine_settings = settings(hypothesis_settings, stateful_step_count=STEPS)
+    run_machine(target, lambda runner, nc: machine_for(runner, nc, names, observe), machine_settings)

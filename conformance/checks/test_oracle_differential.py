@@ -37,20 +37,27 @@ async def _on(nc, names, config: dict, program: list[Operation]) -> Outcome:
         return await outcome(nc, stream.name, stream.root, program)
 
 
-@pytest.mark.rule("oracle.storage-equivalent")
-@LONG
-def test_file_and_memory_storage_give_the_same_results(oracle, names):
-    """The same program on a file and a memory stream gets the same answers and leaves the same messages and state."""
+def _equivalent(oracle, names, sides: dict[str, dict], what: str) -> None:
+    """Every program gets the same outcome on the two `sides` (label -> the config that sets it apart)."""
+    (one, one_config), (other, other_config) = sides.items()
 
     async def example(nc, drawn) -> None:
         setup, program = drawn
         config = setup.config()
-        on_file = await _on(nc, names, {"storage": "file", **config}, program)
-        in_memory = await _on(nc, names, {"storage": "memory", **config}, program)
-        found = on_file.differences(in_memory, program, ("file", "memory"))
-        assert not found, failure("file and memory storage give the same results", config, program, found)
+        first = await _on(nc, names, {**one_config, **config}, program)
+        second = await _on(nc, names, {**other_config, **config}, program)
+        found = first.differences(second, program, (one, other))
+        assert not found, failure(what, config, program, found)
 
     oracle(PROGRAMS, example)
+
+
+@pytest.mark.rule("oracle.storage-equivalent")
+@LONG
+def test_file_and_memory_storage_give_the_same_results(oracle, names):
+    """The same program on a file and a memory stream gets the same answers and leaves the same messages and state."""
+    sides = {"file": {"storage": "file"}, "memory": {"storage": "memory"}}
+    _equivalent(oracle, names, sides, "file and memory storage give the same results")
 
 
 @pytest.mark.rule("oracle.replicas-equivalent")
@@ -58,16 +65,9 @@ def test_file_and_memory_storage_give_the_same_results(oracle, names):
 @LONG
 def test_one_and_three_replicas_give_the_same_results(oracle, names):
     """On a cluster, the same program on an R1 and an R3 stream gets the same answers and leaves the same messages."""
-
-    async def example(nc, drawn) -> None:
-        setup, program = drawn
-        config = setup.config()
-        one = await _on(nc, names, {"num_replicas": 1, **config}, program)
-        three = await _on(nc, names, {"num_replicas": 3, **config}, program)
-        found = one.differences(three, program, ("R1", "R3"))
-        assert not found, failure("R1 and R3 give the same results", config, program, found)
-
-    oracle(PROGRAMS, example)
+    _equivalent(
+        oracle, names, {"R1": {"num_replicas": 1}, "R3": {"num_replicas": 3}}, "R1 and R3 give the same results"
+    )
 
 
 def _settled(config: dict) -> dict:

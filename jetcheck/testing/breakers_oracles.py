@@ -12,7 +12,7 @@ from jetcheck.fixtures.nats_protocol import Frame
 from jetcheck.fixtures.proxy import Breaker, HookResult
 
 from .api_subjects import CONSUMER_CREATE, CREATE_SUBJECT, UPDATE_SUBJECT
-from .breakers import dropping, request_rewriting
+from .breakers import RepliesWatched, dropping, request_rewriting
 
 EXPECTED_LAST_SEQUENCE = "Nats-Expected-Last-Sequence"
 MSG_ID = "Nats-Msg-Id"
@@ -24,20 +24,19 @@ class _StoreThenRefuse:
     PubAck reaches the client as the refusal 10071."""
 
     def __init__(self) -> None:
-        self.inboxes: set[str] = set()
+        self.acks = RepliesWatched()
 
     def requests(self, frame: Frame) -> HookResult:
         headers = frame.header_block() if frame.op == "HPUB" else None
         if headers is None or headers.get(EXPECTED_LAST_SEQUENCE) is None or not frame.reply:
             return frame
         headers.remove(EXPECTED_LAST_SEQUENCE)
-        self.inboxes.add(frame.reply)
+        self.acks.watch(frame)
         return frame.with_headers(headers if headers.items else None)
 
     def replies(self, frame: Frame) -> HookResult:
-        if not frame.is_message or frame.subject not in self.inboxes:
+        if not self.acks.is_watched_reply(frame):
             return frame
-        self.inboxes.discard(frame.subject)
         return replace(frame, payload=json.dumps(WRONG_LAST_SEQUENCE).encode())
 
 

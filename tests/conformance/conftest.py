@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from jetcheck.fixtures.providers import provider_for
+from jetcheck.fixtures.target import Credentials
+
+from ..conftest import SERVER_VERSION
 from .proof_gate import gaps, is_proof_module
 
 
@@ -17,3 +21,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             "every check certify collects must be failed by some proof row (tests/conformance/proofs.py); "
             f"the proof gate found {len(problems)} shortfall(s):\n  " + "\n  ".join(problems)
         )
+
+
+@pytest.fixture(scope="module")
+def cluster_server():
+    """A 3-node cluster on loopback for the rows that need replicated streams."""
+    provider = provider_for("cluster", SERVER_VERSION, Credentials())
+    yield provider.start()
+    provider.stop()

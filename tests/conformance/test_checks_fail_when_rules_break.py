@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from jetcheck.fixtures.providers import provider_for
-from jetcheck.fixtures.target import Credentials
-
-from ..conftest import SERVER_VERSION
 from .proofs import assert_breaks_exactly, proof
 
 BASIC = "publish,dedup,purge,model"
@@ -370,14 +366,6 @@ CLUSTER_PROOFS = [
         spared={f"{CHECK_ORDER}[r1]": "an unreplicated stream checks Expected-Last-Sequence first, msg id or not"},
     ),
 ]
-
-
-@pytest.fixture(scope="module")
-def cluster_server():
-    """A 3-node cluster on loopback for the rows that need replicated streams."""
-    provider = provider_for("cluster", SERVER_VERSION, Credentials())
-    yield provider.start()
-    provider.stop()
 
 
 @pytest.mark.parametrize("case", PROOFS, ids=lambda p: p.id)

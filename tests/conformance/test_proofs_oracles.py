@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from jetcheck.fixtures.providers import provider_for
-from jetcheck.fixtures.target import Credentials
-
-from ..conftest import SERVER_VERSION
 from .proofs import assert_breaks_exactly, proof
 
 MODEL = "oracle.model-headers"
@@ -39,14 +35,6 @@ CLUSTER_PROOFS = [
     # reports on a cluster and which would end this row's other oracles in errors.
     proof("replicated-streams-lose-dedup,strip-expected", "oracle", {"oracle.replicas-equivalent", MODEL}),
 ]
-
-
-@pytest.fixture(scope="module")
-def cluster_server():
-    """A 3-node cluster on loopback for the rows that need replicated streams."""
-    provider = provider_for("cluster", SERVER_VERSION, Credentials())
-    yield provider.start()
-    provider.stop()
 
 
 @pytest.mark.parametrize("case", PROOFS, ids=lambda p: p.id)
