@@ -19,7 +19,7 @@ import nats.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
-from .jsapi import API_TIMEOUT_S, ApiError, api, pull
+from .jsapi import API_TIMEOUT_S, ApiError, api, create_consumer, pull
 from .model import subject_matches
 from .silence import answering
 
@@ -185,8 +185,10 @@ class Reads:
 
     async def delivered(self, **config: Any) -> tuple[list[Record], int]:
         """What a new pull consumer of `config` (ack none) delivers, in order, and its num_pending when created."""
-        body = {"stream_name": self.stream, "config": {"ack_policy": "none", "inactive_threshold": 30 * NS, **config}}
-        created = await api(self.nc, f"$JS.API.CONSUMER.CREATE.{self.stream}", body)
+        # on a cluster, create_consumer waits until pull requests reach the consumer
+        created = await create_consumer(
+            self.nc, self.stream, **{"ack_policy": "none", "inactive_threshold": 30 * NS, **config}
+        )
         name, pending = created["name"], created["num_pending"]
         try:
             # no_wait: the request ends with a status once the pending messages are sent; the wait only bounds it

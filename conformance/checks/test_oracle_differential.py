@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from jetcheck.conformance.jsapi import NS, ApiError, api
 from jetcheck.conformance.oracle_runs import PROPERTY_TIMEOUT_S, failure, fresh_stream
-from jetcheck.conformance.outcomes import Outcome, outcome
+from jetcheck.conformance.outcomes import Outcome, left_open, outcome
 from jetcheck.conformance.programs import Operation, Setup, header_programs
 
 LONG = pytest.mark.timeout(PROPERTY_TIMEOUT_S)
@@ -46,7 +46,7 @@ def _equivalent(oracle, names, sides: dict[str, dict], what: str) -> None:
         config = setup.config()
         first = await _on(nc, names, {**one_config, **config}, program)
         second = await _on(nc, names, {**other_config, **config}, program)
-        found = first.differences(second, program, (one, other))
+        found = first.differences(second, program, (one, other), left_open(setup, program))
         assert not found, failure(what, config, program, found)
 
     oracle(PROGRAMS, example)

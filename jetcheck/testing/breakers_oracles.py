@@ -12,9 +12,10 @@ from jetcheck.fixtures.nats_protocol import Frame
 from jetcheck.fixtures.proxy import Breaker, HookResult
 
 from .api_subjects import CONSUMER_CREATE, CREATE_SUBJECT, UPDATE_SUBJECT
-from .breakers import RepliesWatched, dropping, request_rewriting
+from .breakers import RepliesWatched, dropping, headers_remover, request_rewriting
 
 EXPECTED_LAST_SEQUENCE = "Nats-Expected-Last-Sequence"
+EXPECTED_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
 MSG_ID = "Nats-Msg-Id"
 WRONG_LAST_SEQUENCE = {"error": {"code": 400, "err_code": 10071, "description": "wrong last sequence: 0"}}
 
@@ -86,6 +87,7 @@ def _start_one_later(body: dict) -> bool:
 
 BREAKERS: dict[str, Callable[[], Breaker]] = {
     "store-then-refuse": _store_then_refuse,
+    "strip-expected-last-msg-id": lambda: Breaker("strip-expected-last-msg-id", headers_remover(EXPECTED_LAST_MSG_ID)),
     "memory-streams-lose-dedup": _losing_dedup_where("memory-streams-lose-dedup", "storage", "memory"),
     "replicated-streams-lose-dedup": _losing_dedup_where("replicated-streams-lose-dedup", "num_replicas", 3),
     "consumer-drop-last-filter": request_rewriting("consumer-drop-last-filter", CONSUMER_CREATE, _drop_last_filter),
