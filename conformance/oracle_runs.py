@@ -4,6 +4,7 @@ failure that carries its program, what disagreed, and a script that reproduces i
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, replace
@@ -20,6 +21,7 @@ from .reproduction import script
 
 # Hypothesis must finish (and shrink) inside the check's time: a timeout inside an example reads as flakiness.
 PROPERTY_TIMEOUT_S = 600
+SHRINK_BUDGET_S = 60  # the fast profile's own shrinking of one failure
 FOUND_SHOWN = 12
 
 
@@ -132,12 +134,17 @@ class OracleRun:
                 self.observe("measured_examples", self.ran)
                 runner.run(nc.close())
 
-    def _shrunk(self, runner, nc, example, drawn: Any, smaller: Callable[[Any], Iterator[Any]]) -> Any:
+    def _shrunk(
+        self, runner, nc, example, drawn: Any, smaller: Callable[[Any], Iterator[Any]], until: float | None = None
+    ) -> Any:
+        until = time.monotonic() + SHRINK_BUDGET_S if until is None else until
         for candidate in smaller(drawn):
+            if time.monotonic() > until:  # a server that answers slowly when it fails: the smallest found so far
+                return drawn
             try:
                 runner.run(example(nc, candidate))
             except AssertionError:
-                return self._shrunk(runner, nc, example, candidate, smaller)
+                return self._shrunk(runner, nc, example, candidate, smaller, until)
             except Exception:  # a candidate that ends otherwise does not show this failure
                 continue
         return drawn

@@ -19,12 +19,15 @@ import nats.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
-from .jsapi import API_TIMEOUT_S, ApiError, api, create_consumer, pull
+from .jsapi import ApiError, api, create_consumer, pull
 from .model import subject_matches
 from .silence import answering
 
 NO_MESSAGE = 10037  # MSG.GET of a sequence or subject with no message
 DIRECT_TIMEOUT_S = 1.0
+# a no_wait pull ends with a status once the pending messages are sent; a release that counts more pending than it
+# delivers leaves the request open, and this bounds it
+PULL_WAIT_S = 2.0
 # what DIRECT.GET adds to a stored message's headers (ADR-31, Response Format), and the pull's own
 DIRECT_ADDED = frozenset(
     {
@@ -191,9 +194,8 @@ class Reads:
         )
         name, pending = created["name"], created["num_pending"]
         try:
-            # no_wait: the request ends with a status once the pending messages are sent; the wait only bounds it
             request = {"batch": pending + 1, "no_wait": True}
-            reply = await pull(self.nc, self.stream, name, request, wait=API_TIMEOUT_S, messages=pending)
+            reply = await pull(self.nc, self.stream, name, request, wait=PULL_WAIT_S, messages=pending)
         finally:
             await api(self.nc, f"$JS.API.CONSUMER.DELETE.{self.stream}.{name}")
         return [
