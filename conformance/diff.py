@@ -50,7 +50,6 @@ class Side:
     label: str
     nc: Any
     names: Names
-    ledger: RunLedger
 
 
 @dataclass(frozen=True)
@@ -131,7 +130,7 @@ async def _diff(args: argparse.Namespace) -> tuple[list[Difference], int, tuple[
             stack.push_async_callback(delete_created_streams, nc, ledger)
             where = "" if target.managed else f" at {target.url}"
             names = Names(prefix, itertools.count(1), ledger)
-            sides.append(Side(f"nats-server {info.version}{where}", nc, names, ledger))
+            sides.append(Side(f"nats-server {info.version}{where}", nc, names))
         pair = (sides[0], sides[1])
         kinds: dict[str, Difference] = {}
         ran = 0

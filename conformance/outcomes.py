@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .model import OneOf, PubAck, Rejected
-from .programs import FILTERS, SUBJECTS, THIS_STREAM, Delete, Operation, Publish, Purge, Setup
+from .programs import FILTERS, SUBJECTS, THIS_STREAM, Delete, Operation, Setup, applied
 from .read_paths import Reads, Record, Summary, summary
 from .replay import Answer, replay
 
@@ -57,16 +57,8 @@ def _stores(answer: Answer) -> bool:
 def left_open(setup: Setup, program: list[Operation]) -> frozenset[int]:
     """The steps whose answer the documents leave open (the model's OneOf: a duplicate meeting a failed
     expectation, two failed expectations), while the model follows the program."""
-    model, steps = setup.model(), set()
-    for i, op in enumerate(program, 1):
-        if isinstance(op, Publish):
-            if isinstance(model.publish(op.subject, op.payload, op.msg_id, op.header_map()), OneOf):
-                steps.add(i)
-        elif isinstance(op, Purge):
-            model.purge(op.filter, op.seq, op.keep)
-        else:
-            model.delete(op.seq)
-    return frozenset(steps)
+    model = setup.model()
+    return frozenset(i for i, op in enumerate(program, 1) if isinstance(applied(model, op), OneOf))
 
 
 def _documented(op: Operation, answer: Answer) -> Answer:

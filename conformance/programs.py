@@ -81,6 +81,16 @@ class Delete:
 
 Operation = Publish | Purge | Delete
 
+
+def applied(model: StreamModel, op: Operation):
+    """Carry `op` out on `model`; the model's answer (a delete's: whether the stream held the message)."""
+    if isinstance(op, Publish):
+        return model.publish(op.subject, op.payload, op.msg_id, op.header_map())
+    if isinstance(op, Purge):
+        return model.purge(op.filter, op.seq, op.keep)
+    return model.delete(op.seq)
+
+
 PURGE_VARIANTS = ("all", "filter", "seq", "keep", "filter+seq", "filter+keep", "seq+keep")
 
 
